@@ -1,0 +1,159 @@
+"""Atomic, durable file I/O: temp file in the target's directory, fsync, rename, directory fsync."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from handoff_files.errors import HandoffError, HandoffNotFoundError, HandoffTooLargeError, HandoffWriteError
+
+__all__ = ["TEMP_SUFFIX", "fsync_dir", "read_bytes", "remove_stray_temps", "stray_temps", "write_durable"]
+
+#: Our temp files: ``.<target name>.<random>.tmp`` beside the target.
+TEMP_SUFFIX: Final = ".tmp"
+_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory, making the renames, links and unlinks in it durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        # os.write may write less than asked (a signal, a nearly full disk): loop until all is down
+        written = os.write(fd, view)
+        if written <= 0:
+            msg = "write returned 0 bytes"
+            raise OSError(msg)
+        view = view[written:]
+
+
+def write_durable(
+    path: Path,
+    data: bytes,
+    *,
+    before_replace: Callable[[], None] | None = None,
+    also_sync: Path | None = None,
+) -> None:
+    """Write *data* to *path* atomically and durably; return only when it is on disk.
+
+    Temp file in the same directory (mode 0600) → write every byte → fsync → *before_replace*
+    → ``os.replace`` → fsync the directory (and *also_sync*, a directory *before_replace*
+    touched). Readers see the old file or the new one, never a mix. On failure the temp file
+    is removed and the target is untouched (or, if only the final directory fsync failed,
+    replaced but not known to be durable: the error says so).
+
+    :raises HandoffWriteError: on any OS error, naming the path and the errno.
+    """
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    except OSError as exc:
+        msg = f"cannot create a temp file beside it: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+    replaced = False
+    try:
+        try:
+            _write_all(fd, data)
+            # fsync the data before the rename: otherwise a crash can leave the new name on empty blocks
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, path)
+        replaced = True
+        # fsync the directory: the rename is not durable until its entry is
+        fsync_dir(path.parent)
+        if also_sync is not None:
+            fsync_dir(also_sync)
+    except OSError as exc:
+        if not replaced:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            msg = f"write failed, the previous file is unchanged: {exc.strerror or exc}"
+        else:
+            msg = f"replaced, but the directory fsync failed, so it may not survive a crash: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+    except BaseException:
+        if not replaced:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+
+
+def stray_temps(directory: Path) -> list[Path]:
+    """List temp files a crashed writer left in *directory* (ours only, by name pattern)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return [directory / name for name in names if _TEMP_NAME.match(name)]
+
+
+def remove_stray_temps(directory: Path) -> list[Path]:
+    """Remove the temp files :func:`stray_temps` finds; call only while holding the writers' lock."""
+    removed = stray_temps(directory)
+    for temp in removed:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+    return removed
+
+
+def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple[bytes, os.stat_result]:
+    """Read a whole regular file of at most *limit* bytes, with the ``stat`` of what was read.
+
+    :raises HandoffNotFoundError: if it does not exist.
+    :raises HandoffTooLargeError: past *limit* (checked before reading).
+    :raises HandoffError: if it is not a regular file, or on another OS error.
+    """
+    flags = os.O_RDONLY | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as exc:
+        msg = "no such file"
+        raise HandoffNotFoundError(path, msg) from exc
+    except OSError as exc:
+        msg = f"cannot open: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    try:
+        st = os.fstat(fd)
+        if not _is_regular(st):
+            msg = "not a regular file"
+            raise HandoffError(path, msg)
+        if st.st_size > limit:
+            msg = f"file is {st.st_size:,} bytes, over the {limit:,}-byte limit for a handoff"
+            raise HandoffTooLargeError(path, msg)
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, max(st.st_size + 1 - total, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                msg = f"file grew past the {limit:,}-byte limit while being read"
+                raise HandoffTooLargeError(path, msg)
+        data = b"".join(chunks)
+    except OSError as exc:
+        msg = f"cannot read: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    finally:
+        os.close(fd)
+    return data, st
+
+
+def _is_regular(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode)

@@ -1,0 +1,98 @@
+"""Errors: one root, ``HandoffError(path, reason)``, and a subclass for each thing callers handle differently."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from handoff_files.model import Handoff
+
+__all__ = [
+    "ChecksumMismatchError",
+    "HandoffError",
+    "HandoffLockedError",
+    "HandoffNotFoundError",
+    "HandoffParseError",
+    "HandoffTooLargeError",
+    "HandoffValidationError",
+    "HandoffWriteError",
+    "InvalidNameError",
+    "NoHandoffError",
+    "SealError",
+    "UnsealedEditError",
+    "UnsupportedVersionError",
+]
+
+
+class HandoffError(Exception):
+    """Root of every error the library raises; ``str()`` reads ``path: reason``.
+
+    :param path: the file or directory the error is about.
+    :param reason: what was expected, what was found, and what to do.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        # pass the arguments on so the error pickles and reprs with its context
+        super().__init__(os.fspath(path), reason)
+        self.path = os.fspath(path)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+class HandoffNotFoundError(HandoffError, FileNotFoundError):
+    """The file or thread directory does not exist."""
+
+
+class NoHandoffError(HandoffError):
+    """The thread exists but holds no handoff that could be restored."""
+
+
+class HandoffParseError(HandoffError):
+    """The bytes are not strict JSON or safe YAML (syntax, duplicate keys, NaN, tags, depth, UTF-8)."""
+
+
+class HandoffTooLargeError(HandoffParseError):
+    """The file is larger than the loader's size limit."""
+
+
+class HandoffValidationError(HandoffError):
+    """The document parsed but does not match the schema."""
+
+
+class InvalidNameError(HandoffValidationError):
+    """An agent or thread id breaks the naming rule, or a path escapes its root."""
+
+
+class SealError(HandoffError):
+    """The content does not match its seal (base of the two cases below)."""
+
+
+class ChecksumMismatchError(SealError):
+    """The seal does not match the content and nothing rewrote the file: it is corrupt."""
+
+
+class UnsealedEditError(SealError):
+    """A valid document whose seal no longer matches and that was rewritten after sealing: a human edit.
+
+    :ivar handoff: the parsed, validated (but unsealed) handoff, so a caller may choose to accept it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str, handoff: Handoff | None = None) -> None:
+        super().__init__(path, reason)
+        self.args = (os.fspath(path), reason, handoff)
+        self.handoff = handoff
+
+
+class UnsupportedVersionError(HandoffError):
+    """The document's ``schema_version`` is missing, of the wrong type, or not one this library reads."""
+
+
+class HandoffLockedError(HandoffError):
+    """Another writer held the thread's lock for longer than the timeout."""
+
+
+class HandoffWriteError(HandoffError):
+    """A write failed (disk full, I/O error, read-only file system); nothing already saved was changed."""

@@ -1,0 +1,228 @@
+"""The model: a five-layer handoff (state, narrative, decisions, priorities, warnings) and its envelope, schema 2.0."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+)
+
+__all__ = [
+    "ID_PATTERN",
+    "SCHEMA_VERSION",
+    "AdoptedFrom",
+    "Context",
+    "Decision",
+    "Handoff",
+    "HandoffContent",
+    "Lineage",
+    "Message",
+    "MigratedFrom",
+    "Priority",
+    "Seal",
+    "State",
+    "Warning",
+]
+
+#: The schema version this library writes.
+SCHEMA_VERSION: Final = "2.0"
+
+#: Agent and thread ids: a letter or digit, then up to 63 letters, digits, dots, underscores or dashes.
+ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+# Bounds. A handoff is a working summary, not an archive: these keep one file small enough
+# to read in a terminal and fast enough to load on restart.
+MAX_SHORT: Final = 4_096  # one task, decision, reason, warning
+MAX_NARRATIVE: Final = 65_536
+MAX_MESSAGE: Final = 1_048_576
+MAX_ITEMS: Final = 10_000
+MAX_MESSAGES: Final = 100_000
+MAX_MAP_KEYS: Final = 10_000
+MAX_INT: Final = 2**63 - 1
+
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Short = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHORT)]
+Digest = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+:[0-9a-f]{16,128}$")]
+Count = Annotated[int, Field(ge=0, le=MAX_INT)]
+MAX_DATA_DEPTH: Final = 48  # nesting inside one free-form tree (state.data, tool_state, metadata)
+MAX_DEPTH: Final = 64  # nesting of a whole file: the deepest free-form tree plus the layers around it
+
+#: Validation context key set by the loader: the value came from a strict JSON/YAML parse,
+#: which already guarantees JSON types, finite floats, 64-bit integers and bounded depth.
+PARSED: Final = "handoff_files.parsed"
+
+
+def _check_json(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    # free-form trees are typed Any and checked here: pydantic's JsonValue costs ~1.5 ms per MB,
+    # and the loader's strict parse has already done this work (see PARSED)
+    if not (info.context and info.context.get(PARSED)):
+        _walk_json(value, 1)
+    return value
+
+
+def _walk_json(value: object, depth: int) -> None:
+    if depth > MAX_DATA_DEPTH:
+        msg = f"nested deeper than {MAX_DATA_DEPTH} levels"
+        raise ValueError(msg)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                msg = f"object keys must be strings, found {type(key).__name__}"
+                raise ValueError(msg)  # noqa: TRY004 -- pydantic turns ValueError into a validation error
+            _walk_json(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _walk_json(item, depth + 1)
+    elif isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    elif isinstance(value, int):
+        if not -MAX_INT - 1 <= value <= MAX_INT:
+            msg = f"integer {value} does not fit in 64 bits"
+            raise ValueError(msg)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            msg = f"{value} is not a finite number (NaN and Infinity are not JSON)"
+            raise ValueError(msg)
+    else:
+        msg = f"{type(value).__name__} is not a JSON value"
+        raise ValueError(msg)  # noqa: TRY004 -- pydantic turns ValueError into a validation error
+
+
+JsonMap = Annotated[dict[str, Any], Field(max_length=MAX_MAP_KEYS), AfterValidator(_check_json)]
+
+
+class _Strict(BaseModel):
+    # strict: no "1" for 1, no unknown keys, no NaN; frozen: callers get values, not live internals
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class State(_Strict):
+    """The facts: current values of the things that matter."""
+
+    session_id: int | Annotated[str, StringConstraints(max_length=256)] | None = None
+    timestamp: Annotated[AwareDatetime | None, Field(strict=False)] = None
+    active_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
+    completed_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
+    blocked_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
+    environment: Annotated[dict[Short, Annotated[str, StringConstraints(max_length=MAX_SHORT)]], Field(max_length=MAX_MAP_KEYS)] = {}
+    error_count: Count = 0
+    energy_level: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
+    data: JsonMap = {}
+
+
+class Decision(_Strict):
+    """What was decided, deferred or reversed, and why."""
+
+    decision: Short
+    reason: Short
+    alternatives_considered: Annotated[list[Short], Field(max_length=100)] = []
+    reversible: bool = True
+    status: Literal["decided", "deferred", "reversed"] = "decided"
+
+
+class Priority(_Strict):
+    """One thing for the next session to do; the list order is the order to do them in."""
+
+    task: Short
+    urgency: Literal["first", "primary", "after_primary", "if_time_permits"]
+
+
+class Warning(_Strict):  # noqa: A001 -- the layer's own name; the builtin is never needed here
+    """Something that will bite the next session if nobody says it."""
+
+    text: Short
+    severity: Literal["info", "low", "medium", "high", "critical"] | None = None
+
+
+class Message(_Strict):
+    """One turn of conversation, in the SW4RM ``HandoffContext`` shape."""
+
+    role: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE)]
+    timestamp: Annotated[AwareDatetime | None, Field(strict=False)] = None
+    tool_call_id: Annotated[str, StringConstraints(max_length=256)] | None = None
+    name: Annotated[str, StringConstraints(max_length=256)] | None = None
+    metadata: JsonMap | None = None
+
+
+class Context(_Strict):
+    """Optional working context, compatible with SW4RM's ``HandoffContext``."""
+
+    conversation_history: Annotated[list[Message], Field(max_length=MAX_MESSAGES)] = []
+    tool_state: JsonMap = {}
+    metadata: JsonMap = {}
+
+
+class MigratedFrom(_Strict):
+    """Where a migrated document came from, and every assumption the migration made."""
+
+    schema_version: Annotated[str, StringConstraints(max_length=16)]
+    checksum: Annotated[str, StringConstraints(max_length=256)] | None = None
+    notes: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
+
+
+class AdoptedFrom(_Strict):
+    """The thread and generation a handoff was adopted from, and the blob that carried it."""
+
+    agent_id: Id
+    thread_id: Id
+    generation: Annotated[int, Field(ge=1, le=MAX_INT)]
+    blob_id: Annotated[str, StringConstraints(max_length=256)]
+    blob_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class Lineage(_Strict):
+    """Where this handoff came from, when not from an earlier generation of its own thread."""
+
+    adopted_from: AdoptedFrom | None = None
+    migrated_from: MigratedFrom | None = None
+
+
+class Seal(_Strict):
+    """A named digest over the canonical JSON of the document without its seal."""
+
+    algorithm: Literal["blake3", "blake2b", "sha256"]
+    digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    hmac: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
+    key_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.algorithm}:{self.digest}"
+
+
+class HandoffContent(_Strict):
+    """The five layers (and optional context): what an agent passes to ``save``."""
+
+    state: State = State()
+    narrative: Annotated[str, StringConstraints(max_length=MAX_NARRATIVE)] = ""
+    decisions: Annotated[list[Decision], Field(max_length=MAX_ITEMS)] = []
+    priorities: Annotated[list[Priority], Field(max_length=MAX_ITEMS)] = []
+    warnings: Annotated[list[Warning], Field(max_length=MAX_ITEMS)] = []
+    context: Context | None = None
+
+
+class Handoff(HandoffContent):
+    """A sealed handoff: the envelope plus the five layers."""
+
+    schema_version: Literal["2.0"]
+    agent_id: Id
+    thread_id: Id
+    generation: Annotated[int, Field(ge=1, le=MAX_INT)]
+    created_at: Annotated[AwareDatetime, Field(strict=False)]
+    parent: Digest | None = None
+    lineage: Lineage = Lineage()
+    seal: Seal | None = None
+
+    def content(self) -> HandoffContent:
+        """Return the five layers alone, without the envelope."""
+        return HandoffContent.model_validate(
+            {name: getattr(self, name) for name in HandoffContent.model_fields}
+        )

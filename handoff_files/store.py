@@ -1,0 +1,411 @@
+"""The store: one thread directory of sealed handoff generations, written durably under a lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import pydantic
+
+from handoff_files import seal as sealing
+from handoff_files.atomic import fsync_dir, read_bytes, remove_stray_temps, stray_temps, write_durable
+from handoff_files.codec import MAX_FILE_BYTES, Format, render
+from handoff_files.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffValidationError,
+    HandoffWriteError,
+    NoHandoffError,
+    UnsealedEditError,
+)
+from handoff_files.loader import describe, load
+from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, writer_lock
+from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
+from handoff_files.names import check_id
+
+__all__ = ["DEFAULT_KEEP", "HISTORY_DIR", "HandoffStore", "HistoryEntry", "Restored", "SaveReceipt"]
+
+HISTORY_DIR: Final = "history"
+PRIMARY_STEM: Final = "handoff"
+#: Generations kept in ``history/`` besides the current one in the primary.
+DEFAULT_KEEP: Final = 10
+
+_EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
+_GENERATION_FILE = re.compile(r"^(\d{8,})\.(json|yaml)$")
+_GENERATION_TEXT = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
+_ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "created_at", "parent", "lineage", "seal")
+# the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
+_ORDER: Final = (*_ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
+
+
+@dataclass(frozen=True, slots=True)
+class SaveReceipt:
+    """What a save made durable: returned only after every byte and directory entry is on disk."""
+
+    generation: int
+    checksum: str
+    path: Path
+    created_at: dt.datetime
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """A verified handoff and where it came from (``primary`` or ``history``), with what was wrong."""
+
+    handoff: Handoff
+    source: Literal["primary", "history"]
+    path: Path
+    problems: tuple[str, ...] = ()
+
+    @property
+    def generation(self) -> int:
+        """The restored generation."""
+        return self.handoff.generation
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One file in a thread: a generation in ``history/`` or the primary, verified or not."""
+
+    generation: int | None
+    path: Path
+    current: bool
+    checksum: str | None
+    created_at: dt.datetime | None
+    problem: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """What the next save chains from."""
+
+    generation: int  # highest generation seen anywhere (0 for a new thread)
+    parent: str | None  # seal of the newest verified generation
+    agent_id: str | None
+    thread_id: str | None
+    primary: Literal["ok", "missing", "bad"]
+
+
+class HandoffStore:
+    """A thread directory of sealed handoffs.
+
+    :param path: the thread directory (created on first save).
+    :param format: ``"json"`` or ``"yaml"`` for the primary; default: the existing primary's, else JSON.
+    :param keep: how many earlier generations ``history/`` keeps.
+    :param agent_id: default: the previous generation's, else the directory name.
+    :param thread_id: default: the previous generation's, else the directory name.
+    :param algorithm: the seal's digest (see :data:`handoff_files.seal.DEFAULT_ALGORITHM`).
+    :param lock_timeout: seconds to wait for another writer.
+    :raises InvalidNameError: if an id (given or taken from the directory name) is invalid.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        format: Format | None = None,  # noqa: A002 -- the documented keyword
+        keep: int = DEFAULT_KEEP,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        algorithm: sealing.Algorithm = sealing.DEFAULT_ALGORITHM,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
+        self.path = Path(path).absolute()
+        if keep < 0:
+            msg = f"keep must be 0 or more, not {keep}"
+            raise HandoffValidationError(self.path, msg)
+        if algorithm not in sealing.ALGORITHMS:
+            msg = f"unknown seal algorithm {algorithm!r}; use one of {', '.join(sealing.ALGORITHMS)}"
+            raise HandoffValidationError(self.path, msg)
+        self.keep = keep
+        self.algorithm = algorithm
+        self.lock_timeout = lock_timeout
+        self._agent_id = None if agent_id is None else check_id(agent_id, "agent_id", self.path)
+        self._thread_id = None if thread_id is None else check_id(thread_id, "thread_id", self.path)
+        if thread_id is None or agent_id is None:
+            check_id(self.path.name, "thread directory name", self.path)
+        self.format: Format = self._choose_format(format)
+        self._cache: tuple[tuple[int, int, int], _Head] | None = None
+        if stray_temps(self.path) or stray_temps(self.history_dir):
+            # under the lock: a live writer's temp file exists only while it holds the lock
+            with writer_lock(self.path, timeout=self.lock_timeout):
+                remove_stray_temps(self.path)
+                remove_stray_temps(self.history_dir)
+
+    # -- paths -------------------------------------------------------------------------------
+
+    @property
+    def primary(self) -> Path:
+        """The primary file: the latest sealed handoff."""
+        return self.path / f"{PRIMARY_STEM}{_EXTENSIONS[self.format]}"
+
+    @property
+    def history_dir(self) -> Path:
+        """The folder of earlier generations."""
+        return self.path / HISTORY_DIR
+
+    def _choose_format(self, wanted: Format | None) -> Format:
+        existing = [fmt for fmt, ext in _EXTENSIONS.items() if (self.path / f"{PRIMARY_STEM}{ext}").exists()]
+        if len(existing) > 1:
+            msg = "holds both handoff.json and handoff.yaml; move one away so the primary is unambiguous"
+            raise HandoffError(self.path, msg)
+        if wanted is not None and wanted not in _EXTENSIONS:
+            msg = f"format must be 'json' or 'yaml', not {wanted!r}"
+            raise HandoffValidationError(self.path, msg)
+        if existing and wanted is not None and existing[0] != wanted:
+            msg = f"thread's primary is {existing[0].upper()}; open it with format={existing[0]!r}"
+            raise HandoffValidationError(self.path, msg)
+        return existing[0] if existing else (wanted or "json")
+
+    def init(self) -> None:
+        """Create the thread directory and ``history/`` (mode 0700); a no-op if they exist."""
+        try:
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.history_dir.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            msg = f"cannot create the thread directory: {exc.strerror or exc}"
+            raise HandoffWriteError(self.path, msg) from exc
+
+    # -- save --------------------------------------------------------------------------------
+
+    def save(self, content: Handoff | HandoffContent | Mapping[str, Any]) -> SaveReceipt:
+        """Seal *content* as the next generation and write it durably.
+
+        :param content: a :class:`Handoff` (its layers are taken, its envelope replaced), a
+            :class:`HandoffContent`, or a mapping of the five layers (and optionally ``context``).
+        :returns: the receipt, once the file and its directory entries are on disk.
+        :raises HandoffValidationError: if the content is not five valid layers.
+        :raises HandoffLockedError: if another writer holds the lock past the timeout.
+        :raises HandoffWriteError: if the disk refuses; the previous generation stays intact.
+        """
+        layers = _layers(content, self.path)
+        self.init()
+        with writer_lock(self.path, timeout=self.lock_timeout):
+            return self._save_locked(layers, self._head())
+
+    def seal(self) -> SaveReceipt:
+        """Accept the primary as edited by a person: re-seal it as the next generation.
+
+        Rewrites files (the edited file is kept in ``history/`` as ``displaced-…``).
+
+        :raises HandoffError: if the primary does not parse or validate, naming why.
+        """
+        with writer_lock(self.path, timeout=self.lock_timeout):
+            head = self._head()
+            try:
+                current = load(self.primary, follow_symlinks=False)
+            except UnsealedEditError as exc:
+                assert exc.handoff is not None  # noqa: S101 -- the loader always attaches it
+                return self._save_locked(_dump(exc.handoff.content()), head)
+            return SaveReceipt(
+                current.generation,
+                str(current.seal),
+                self.primary,
+                current.created_at,
+                ("already sealed: nothing to do",),
+            )
+
+    def _save_locked(self, layers: dict[str, Any], head: _Head) -> SaveReceipt:
+        generation = head.generation + 1
+        created_at = dt.datetime.now(dt.UTC)
+        envelope = {
+            "schema_version": SCHEMA_VERSION,
+            "agent_id": self._agent_id or head.agent_id or self.path.name,
+            "thread_id": self._thread_id or head.thread_id or self.path.name,
+            "generation": generation,
+            "created_at": created_at.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+            "parent": head.parent,
+            "lineage": {"adopted_from": None, "migrated_from": None},
+        }
+        if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
+            msg = f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
+            raise HandoffValidationError(self.path, msg)
+        document = {**envelope, **layers}
+        checksum = sealing.digest(sealing.canonical(document), self.algorithm)
+        document["seal"] = {"algorithm": self.algorithm, "digest": checksum}
+        data = render({key: document[key] for key in _ORDER if key in document}, self.format)
+        problems: list[str] = []
+        linked = False
+
+        def keep_previous() -> None:
+            # link the outgoing primary into history/ before the rename drops its name: the
+            # bytes are written once, and after the rename history holds the only link
+            nonlocal linked
+            if head.primary == "ok":
+                target = self.history_dir / f"{head.generation:08d}{_EXTENSIONS[self.format]}"
+            elif head.primary == "bad":
+                stamp = created_at.strftime("%Y%m%dT%H%M%S%fZ")
+                target = self.history_dir / f"displaced-{stamp}{_EXTENSIONS[self.format]}"
+                problems.append(f"the primary did not verify; kept it as {target.name}")
+            else:
+                return
+            try:
+                os.link(self.primary, target)
+                linked = True
+            except FileExistsError:
+                pass
+
+        write_durable(self.primary, data, before_replace=keep_previous)
+        if linked:
+            try:
+                fsync_dir(self.history_dir)
+            except OSError as exc:
+                msg = f"saved, but history/ could not be synced: {exc.strerror or exc}"
+                raise HandoffWriteError(self.path, msg) from exc
+        self._prune()
+        seal_text = f"{self.algorithm}:{checksum}"
+        st = os.stat(self.primary)
+        self._cache = (
+            (st.st_ino, st.st_mtime_ns, st.st_size),
+            _Head(generation, seal_text, envelope["agent_id"], envelope["thread_id"], "ok"),
+        )
+        return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
+
+    def _prune(self) -> None:
+        generations = sorted(self._history_generations(), reverse=True)
+        for _, path in generations[self.keep :]:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                break  # pruning is housekeeping: a failure here never fails a durable save
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _history_generations(self) -> list[tuple[int, Path]]:
+        try:
+            names = os.listdir(self.history_dir)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            match = _GENERATION_FILE.match(name)
+            if match:
+                found.append((int(match.group(1)), self.history_dir / name))
+        return found
+
+    def _head(self) -> _Head:
+        """Work out the generation and parent the next save chains from (call under the lock)."""
+        try:
+            st = os.lstat(self.primary)
+            key: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            key = None
+        if key is not None and self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        history = sorted(self._history_generations(), reverse=True)
+        highest = history[0][0] if history else 0
+        state: Literal["ok", "missing", "bad"] = "missing"
+        if key is not None:
+            try:
+                current = load(self.primary, follow_symlinks=False)
+            except UnsealedEditError as exc:
+                state = "bad"
+                if exc.handoff is not None:
+                    highest = max(highest, exc.handoff.generation)
+            except HandoffError:
+                state = "bad"
+                highest = max(highest, self._generation_guess())
+            else:
+                return _Head(
+                    max(highest, current.generation),
+                    str(current.seal),
+                    current.agent_id,
+                    current.thread_id,
+                    "ok",
+                )
+        for _, path in history:
+            try:
+                previous = load(path, follow_symlinks=False)
+            except HandoffError:
+                continue
+            return _Head(highest, str(previous.seal), previous.agent_id, previous.thread_id, state)
+        return _Head(highest, None, None, None, state)
+
+    def _generation_guess(self) -> int:
+        """Best effort on an unreadable primary: the largest generation number its bytes mention."""
+        try:
+            data, _ = read_bytes(self.primary, MAX_FILE_BYTES, follow_symlinks=False)
+        except HandoffError:
+            return 0
+        return max((int(m.group(1)) for m in _GENERATION_TEXT.finditer(data)), default=0)
+
+    def restore(self) -> Restored:
+        """Return the newest verified handoff: the primary, else the newest valid history generation.
+
+        Never returns unverified data and never returns ``None``.
+
+        :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
+        """
+        if not self.path.is_dir():
+            msg = "no such thread directory: nothing has been saved here"
+            raise NoHandoffError(self.path, msg)
+        problems: list[str] = []
+        try:
+            return Restored(load(self.primary, follow_symlinks=False), "primary", self.primary)
+        except HandoffNotFoundError:
+            problems.append(f"{self.primary.name} is missing")
+        except HandoffError as exc:
+            problems.append(f"{self.primary.name}: {exc.reason}")
+        for generation, path in sorted(self._history_generations(), reverse=True):
+            try:
+                handoff = load(path, follow_symlinks=False)
+            except HandoffError as exc:
+                problems.append(f"{HISTORY_DIR}/{path.name}: {exc.reason}")
+                continue
+            if handoff.generation != generation:
+                problems.append(f"{HISTORY_DIR}/{path.name} holds generation {handoff.generation}; skipped")
+                continue
+            problems.append(f"restored generation {generation} from {HISTORY_DIR}/; anything newer is lost")
+            return Restored(handoff, "history", path, tuple(problems))
+        reason = "nothing here verifies" + (": " + "; ".join(problems) if problems else "")
+        raise NoHandoffError(self.path, reason)
+
+    def history(self) -> list[HistoryEntry]:
+        """List the primary and every file in ``history/``, newest first, each verified."""
+        entries = []
+        files = [(None, self.primary, True)] if self.primary.exists() else []
+        files += [(gen, path, False) for gen, path in sorted(self._history_generations(), reverse=True)]
+        for _, path, current in files:
+            try:
+                handoff = load(path, follow_symlinks=False)
+            except HandoffError as exc:
+                entries.append(HistoryEntry(None, path, current, None, None, exc.reason))
+            else:
+                entries.append(
+                    HistoryEntry(handoff.generation, path, current, str(handoff.seal), handoff.created_at, None)
+                )
+        return entries
+
+
+def _layers(content: Handoff | HandoffContent | Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """Validate the content of a save and return its layers in JSON mode."""
+    if isinstance(content, Handoff):
+        return _dump(content.content())
+    if isinstance(content, HandoffContent):
+        return _dump(content)
+    if not isinstance(content, Mapping):
+        msg = f"save() takes a Handoff or a mapping of the five layers, not {type(content).__name__}"
+        raise HandoffValidationError(path, msg)
+    envelope = sorted(set(content) & set(_ENVELOPE))
+    if envelope:
+        msg = f"content holds envelope fields {', '.join(envelope)}: the store fills those; pass only the layers"
+        raise HandoffValidationError(path, msg)
+    try:
+        model = HandoffContent.model_validate(dict(content))
+    except pydantic.ValidationError as exc:
+        msg = f"not valid handoff content: {describe(exc)}"
+        raise HandoffValidationError(path, msg) from exc
+    return _dump(model)
+
+
+def _dump(content: HandoffContent) -> dict[str, Any]:
+    return content.model_dump(mode="json", exclude={"context"} if content.context is None else None)
+
