@@ -206,13 +206,26 @@ def render(document: Mapping[str, Any], fmt: Format) -> bytes:
     """
     if fmt == "json":
         return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    plain = dict(document)
+    # YAML folds some characters (NEL, LS, PS, a lone CR) into line breaks when it reads them
+    # back; render, re-read, and fall back to ASCII escapes when the text did not survive
+    for allow_unicode in (True, False):
+        data = _render_yaml(plain, allow_unicode=allow_unicode)
+        if _parse_yaml(data, "<rendered>") == plain:
+            return data
+    msg = "content cannot be represented faithfully in YAML; save it as JSON"
+    raise HandoffParseError("<rendered>", msg)
+
+
+def _render_yaml(document: dict[str, Any], *, allow_unicode: bool) -> bytes:
     from ruamel.yaml import YAML  # noqa: PLC0415 -- see _parse_yaml
 
     yaml = YAML(typ="safe", pure=False)
     yaml.default_flow_style = False
     yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment] -- ruamel's attribute is untyped
+    yaml.allow_unicode = allow_unicode
     yaml.width = 100
     buffer = io.StringIO()
     buffer.write(YAML_HEADER)
-    yaml.dump(dict(document), buffer)
+    yaml.dump(document, buffer)
     return buffer.getvalue().encode("utf-8")

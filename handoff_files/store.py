@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 import pydantic
 
 from handoff_files import seal as sealing
-from handoff_files.atomic import fsync_dir, read_bytes, remove_stray_temps, stray_temps, write_durable
+from handoff_files.atomic import read_bytes, remove_stray_temps, stray_temps, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.errors import (
     HandoffError,
@@ -28,11 +28,11 @@ from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, writer_lock
 from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
 
-__all__ = ["DEFAULT_KEEP", "HISTORY_DIR", "HandoffStore", "HistoryEntry", "Restored", "SaveReceipt"]
+__all__ = ["DEFAULT_KEEP", "HISTORY_DIR", "HandoffStore", "HistoryEntry", "Restored", "SaveReceipt", "open_handoff", "primary_of", "thread_of"]
 
 HISTORY_DIR: Final = "history"
 PRIMARY_STEM: Final = "handoff"
-#: Generations kept in ``history/`` besides the current one in the primary.
+#: Generations kept in ``history/``, the current one included.
 DEFAULT_KEEP: Final = 10
 
 _EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
@@ -56,10 +56,13 @@ class SaveReceipt:
 
 @dataclass(frozen=True, slots=True)
 class Restored:
-    """A verified handoff and where it came from (``primary`` or ``history``), with what was wrong."""
+    """A verified handoff and where it came from, with what was wrong on the way.
+
+    ``source`` is ``"primary"`` or ``"history"`` for a thread's restore, ``"file"`` for a file read directly.
+    """
 
     handoff: Handoff
-    source: Literal["primary", "history"]
+    source: Literal["primary", "history", "file"]
     path: Path
     problems: tuple[str, ...] = ()
 
@@ -79,6 +82,16 @@ class HistoryEntry:
     checksum: str | None
     created_at: dt.datetime | None
     problem: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    """The newest verified generation of a thread, and what was seen on the way."""
+
+    newest: Restored | None
+    highest: int  # highest generation number seen anywhere, verified or not
+    primary: Literal["ok", "missing", "bad"]
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +130,8 @@ class HandoffStore:
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         self.path = Path(path).absolute()
-        if keep < 0:
-            msg = f"keep must be 0 or more, not {keep}"
+        if keep < 1:
+            msg = f"keep must be 1 or more (history/ holds the current generation too), not {keep}"
             raise HandoffValidationError(self.path, msg)
         if algorithm not in sealing.ALGORITHMS:
             msg = f"unknown seal algorithm {algorithm!r}; use one of {', '.join(sealing.ALGORITHMS)}"
@@ -131,7 +144,7 @@ class HandoffStore:
         if thread_id is None or agent_id is None:
             check_id(self.path.name, "thread directory name", self.path)
         self.format: Format = self._choose_format(format)
-        self._cache: tuple[tuple[int, int, int], _Head] | None = None
+        self._cache: tuple[tuple[int, int, int, int] | None, _Head] | None = None
         if stray_temps(self.path) or stray_temps(self.history_dir):
             # under the lock: a live writer's temp file exists only while it holds the lock
             with writer_lock(self.path, timeout=self.lock_timeout):
@@ -147,7 +160,7 @@ class HandoffStore:
 
     @property
     def history_dir(self) -> Path:
-        """The folder of earlier generations."""
+        """The folder of the last ``keep`` sealed generations, the current one included."""
         return self.path / HISTORY_DIR
 
     def _choose_format(self, wanted: Format | None) -> Format:
@@ -212,9 +225,12 @@ class HandoffStore:
             )
 
     def _save_locked(self, layers: dict[str, Any], head: _Head) -> SaveReceipt:
+        if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
+            msg = f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
+            raise HandoffValidationError(self.path, msg)
         generation = head.generation + 1
         created_at = dt.datetime.now(dt.UTC)
-        envelope = {
+        document = {
             "schema_version": SCHEMA_VERSION,
             "agent_id": self._agent_id or head.agent_id or self.path.name,
             "thread_id": self._thread_id or head.thread_id or self.path.name,
@@ -222,48 +238,32 @@ class HandoffStore:
             "created_at": created_at.isoformat(timespec="microseconds").replace("+00:00", "Z"),
             "parent": head.parent,
             "lineage": {"adopted_from": None, "migrated_from": None},
+            **layers,
         }
-        if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
-            msg = f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
-            raise HandoffValidationError(self.path, msg)
-        document = {**envelope, **layers}
         checksum = sealing.digest(sealing.canonical(document), self.algorithm)
         document["seal"] = {"algorithm": self.algorithm, "digest": checksum}
         data = render({key: document[key] for key in _ORDER if key in document}, self.format)
         problems: list[str] = []
-        linked = False
-
-        def keep_previous() -> None:
-            # link the outgoing primary into history/ before the rename drops its name: the
-            # bytes are written once, and after the rename history holds the only link
-            nonlocal linked
-            if head.primary == "ok":
-                target = self.history_dir / f"{head.generation:08d}{_EXTENSIONS[self.format]}"
-            elif head.primary == "bad":
-                stamp = created_at.strftime("%Y%m%dT%H%M%S%fZ")
-                target = self.history_dir / f"displaced-{stamp}{_EXTENSIONS[self.format]}"
-                problems.append(f"the primary did not verify; kept it as {target.name}")
-            else:
-                return
+        if head.primary == "bad":
+            # a primary that does not verify is a person's edit or damage: keep it, never overwrite it unseen
+            kept = self.history_dir / f"displaced-{created_at:%Y%m%dT%H%M%S%fZ}{_EXTENSIONS[self.format]}"
             try:
-                os.link(self.primary, target)
-                linked = True
-            except FileExistsError:
-                pass
-
-        write_durable(self.primary, data, before_replace=keep_previous)
-        if linked:
-            try:
-                fsync_dir(self.history_dir)
+                os.link(self.primary, kept)
             except OSError as exc:
-                msg = f"saved, but history/ could not be synced: {exc.strerror or exc}"
-                raise HandoffWriteError(self.path, msg) from exc
+                msg = f"cannot keep the unverified primary before replacing it: {exc.strerror or exc}"
+                raise HandoffWriteError(self.primary, msg) from exc
+            problems.append(f"the primary did not verify; kept it as {HISTORY_DIR}/{kept.name}")
+        # history first: once its copy is durable the generation exists (restore takes the newest
+        # verified generation of primary and history); a separate copy, not a hard link, so a
+        # person editing the primary in place can never alter the sealed generation
+        history_file = self.history_dir / f"{generation:08d}{_EXTENSIONS[self.format]}"
+        write_durable(history_file, data)
+        write_durable(self.primary, data)
         self._prune()
         seal_text = f"{self.algorithm}:{checksum}"
-        st = os.stat(self.primary)
         self._cache = (
-            (st.st_ino, st.st_mtime_ns, st.st_size),
-            _Head(generation, seal_text, envelope["agent_id"], envelope["thread_id"], "ok"),
+            self._key(),
+            _Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok"),
         )
         return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
 
@@ -291,43 +291,73 @@ class HandoffStore:
                 found.append((int(match.group(1)), self.history_dir / name))
         return found
 
-    def _head(self) -> _Head:
-        """Work out the generation and parent the next save chains from (call under the lock)."""
+    def _key(self) -> tuple[int, int, int, int] | None:
+        """Identity of the thread's newest state: primary inode, mtime and size, newest history generation."""
         try:
             st = os.lstat(self.primary)
-            key: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
-            key = None
-        if key is not None and self._cache is not None and self._cache[0] == key:
+            return None
+        newest = max((gen for gen, _ in self._history_generations()), default=0)
+        return (st.st_ino, st.st_mtime_ns, st.st_size, newest)
+
+    def _head(self) -> _Head:
+        """Work out the generation and parent the next save chains from (call under the lock)."""
+        if self._cache is not None and self._cache[0] is not None and self._cache[0] == self._key():
             return self._cache[1]
+        scan = self._scan()
+        newest = scan.newest
+        return _Head(
+            scan.highest,
+            None if newest is None else str(newest.handoff.seal),
+            None if newest is None else newest.handoff.agent_id,
+            None if newest is None else newest.handoff.thread_id,
+            scan.primary,
+        )
+
+    def _scan(self) -> _Scan:
+        """Find the newest verified generation among the primary and history/, newest first."""
+        problems: list[str] = []
         history = sorted(self._history_generations(), reverse=True)
         highest = history[0][0] if history else 0
+        primary: Restored | None = None
         state: Literal["ok", "missing", "bad"] = "missing"
-        if key is not None:
+        try:
+            primary = Restored(load(self.primary, follow_symlinks=False), "primary", self.primary)
+            state = "ok"
+            highest = max(highest, primary.generation)
+        except HandoffNotFoundError:
+            problems.append(f"{self.primary.name} is missing")
+        except UnsealedEditError as exc:
+            state = "bad"
+            problems.append(f"{self.primary.name}: {exc.reason}")
+            if exc.handoff is not None:
+                highest = max(highest, exc.handoff.generation)
+        except HandoffError as exc:
+            state = "bad"
+            problems.append(f"{self.primary.name}: {exc.reason}")
+            highest = max(highest, self._generation_guess())
+        for generation, path in history:
+            if primary is not None and generation <= primary.generation:
+                break
             try:
-                current = load(self.primary, follow_symlinks=False)
-            except UnsealedEditError as exc:
-                state = "bad"
-                if exc.handoff is not None:
-                    highest = max(highest, exc.handoff.generation)
-            except HandoffError:
-                state = "bad"
-                highest = max(highest, self._generation_guess())
-            else:
-                return _Head(
-                    max(highest, current.generation),
-                    str(current.seal),
-                    current.agent_id,
-                    current.thread_id,
-                    "ok",
-                )
-        for _, path in history:
-            try:
-                previous = load(path, follow_symlinks=False)
-            except HandoffError:
+                handoff = load(path, follow_symlinks=False)
+            except HandoffError as exc:
+                problems.append(f"{HISTORY_DIR}/{path.name}: {exc.reason}")
                 continue
-            return _Head(highest, str(previous.seal), previous.agent_id, previous.thread_id, state)
-        return _Head(highest, None, None, None, state)
+            if handoff.generation != generation:
+                problems.append(f"{HISTORY_DIR}/{path.name} holds generation {handoff.generation}; skipped")
+                continue
+            if primary is not None:
+                problems.append(
+                    f"{self.primary.name} holds generation {primary.generation}, behind {HISTORY_DIR}/"
+                    f"{path.name}: a save was interrupted after its commit"
+                )
+            elif highest > generation:
+                problems.append(f"restored generation {generation}; generations up to {highest} are lost")
+            return _Scan(Restored(handoff, "history", path, tuple(problems)), highest, state)
+        if primary is not None:
+            return _Scan(primary, highest, state)
+        return _Scan(None, highest, state, tuple(problems))
 
     def _generation_guess(self) -> int:
         """Best effort on an unreadable primary: the largest generation number its bytes mention."""
@@ -338,49 +368,47 @@ class HandoffStore:
         return max((int(m.group(1)) for m in _GENERATION_TEXT.finditer(data)), default=0)
 
     def restore(self) -> Restored:
-        """Return the newest verified handoff: the primary, else the newest valid history generation.
+        """Return the newest verified generation: the primary, else the newest valid one in ``history/``.
 
-        Never returns unverified data and never returns ``None``.
+        Never writes, never returns unverified data and never returns ``None``. When the primary
+        is missing, damaged, edited or behind, ``problems`` says so and what was lost.
 
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
         """
         if not self.path.is_dir():
             msg = "no such thread directory: nothing has been saved here"
             raise NoHandoffError(self.path, msg)
-        problems: list[str] = []
+        scan = self._scan()
+        if scan.newest is not None:
+            return scan.newest
+        reason = "nothing here verifies" + (": " + "; ".join(scan.problems) if scan.problems else "")
+        raise NoHandoffError(self.path, reason)
+
+    def history(self) -> list[HistoryEntry]:
+        """List the generations in ``history/``, newest first, each verified; a bad primary is listed first."""
+        entries = []
+        current = None
         try:
-            return Restored(load(self.primary, follow_symlinks=False), "primary", self.primary)
+            current = load(self.primary, follow_symlinks=False).generation
         except HandoffNotFoundError:
-            problems.append(f"{self.primary.name} is missing")
+            pass
         except HandoffError as exc:
-            problems.append(f"{self.primary.name}: {exc.reason}")
+            entries.append(HistoryEntry(None, self.primary, True, None, None, exc.reason))
         for generation, path in sorted(self._history_generations(), reverse=True):
             try:
                 handoff = load(path, follow_symlinks=False)
             except HandoffError as exc:
-                problems.append(f"{HISTORY_DIR}/{path.name}: {exc.reason}")
-                continue
-            if handoff.generation != generation:
-                problems.append(f"{HISTORY_DIR}/{path.name} holds generation {handoff.generation}; skipped")
-                continue
-            problems.append(f"restored generation {generation} from {HISTORY_DIR}/; anything newer is lost")
-            return Restored(handoff, "history", path, tuple(problems))
-        reason = "nothing here verifies" + (": " + "; ".join(problems) if problems else "")
-        raise NoHandoffError(self.path, reason)
-
-    def history(self) -> list[HistoryEntry]:
-        """List the primary and every file in ``history/``, newest first, each verified."""
-        entries = []
-        files = [(None, self.primary, True)] if self.primary.exists() else []
-        files += [(gen, path, False) for gen, path in sorted(self._history_generations(), reverse=True)]
-        for _, path, current in files:
-            try:
-                handoff = load(path, follow_symlinks=False)
-            except HandoffError as exc:
-                entries.append(HistoryEntry(None, path, current, None, None, exc.reason))
+                entries.append(HistoryEntry(generation, path, False, None, None, exc.reason))
             else:
                 entries.append(
-                    HistoryEntry(handoff.generation, path, current, str(handoff.seal), handoff.created_at, None)
+                    HistoryEntry(
+                        handoff.generation,
+                        path,
+                        handoff.generation == current,
+                        str(handoff.seal),
+                        handoff.created_at,
+                        None,
+                    )
                 )
         return entries
 
@@ -409,3 +437,41 @@ def _layers(content: Handoff | HandoffContent | Mapping[str, Any], path: Path) -
 def _dump(content: HandoffContent) -> dict[str, Any]:
     return content.model_dump(mode="json", exclude={"context"} if content.context is None else None)
 
+
+
+def thread_of(path: str | os.PathLike[str]) -> HandoffStore:
+    """Return the store for *path*: a thread directory, or a primary file inside one.
+
+    :raises HandoffNotFoundError: if *path* does not exist.
+    """
+    target = Path(path)
+    if target.is_dir():
+        return HandoffStore(target)
+    if not target.exists():
+        msg = "no such file or thread directory"
+        raise HandoffNotFoundError(target, msg)
+    store = HandoffStore(target.parent)
+    if store.primary.resolve() != target.resolve():
+        msg = f"not a thread's primary file (expected {store.primary.name} in a thread directory)"
+        raise HandoffError(target, msg)
+    return store
+
+
+def open_handoff(path: str | os.PathLike[str]) -> Restored:
+    """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
+
+    :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do.
+    """
+    target = Path(path)
+    if target.is_dir():
+        return HandoffStore(target).restore()
+    if not target.exists():
+        msg = "no such file or thread directory"
+        raise HandoffNotFoundError(target, msg)
+    return Restored(load(target), "file", target)
+
+
+def primary_of(path: str | os.PathLike[str]) -> Path:
+    """Return the file to verify for *path*: a thread directory's primary, or *path* itself."""
+    target = Path(path)
+    return HandoffStore(target).primary if target.is_dir() else target

@@ -1,0 +1,142 @@
+"""The ``handoff`` command: a thin shell over the library (parse → one call → render → exit code)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from handoff_files import __version__
+from handoff_files.atomic import read_bytes
+from handoff_files.codec import MAX_FILE_BYTES, parse
+from handoff_files.errors import HandoffError
+from handoff_files.loader import load
+from handoff_files.render import briefing, history_table, to_json
+from handoff_files.store import HandoffStore, SaveReceipt, open_handoff, primary_of, thread_of
+
+__all__ = ["main"]
+
+EXIT_OK: Final = 0
+EXIT_ERROR: Final = 1
+
+
+def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
+    if args.json:
+        return to_json(dataclasses.asdict(receipt))
+    lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({receipt.checksum})"]
+    lines += [f"note: {problem}" for problem in receipt.problems]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_init(args: argparse.Namespace) -> str:
+    store = HandoffStore(args.dir, format=args.format)
+    store.init()
+    return to_json({"path": str(store.path)}) if args.json else f"thread ready at {store.path}\n"
+
+
+def cmd_save(args: argparse.Namespace) -> str:
+    if args.file in (None, "-"):
+        data, name = sys.stdin.buffer.read(MAX_FILE_BYTES + 1), "<stdin>"
+    else:
+        (data, _), name = read_bytes(Path(args.file), MAX_FILE_BYTES), args.file
+    receipt = HandoffStore(args.dir, format=args.format).save(parse(data, name))
+    return _receipt(receipt, args, "saved")
+
+
+def cmd_show(args: argparse.Namespace) -> str:
+    restored = open_handoff(args.path)
+    if args.json:
+        return to_json(
+            {
+                "source": restored.source,
+                "path": str(restored.path),
+                "problems": list(restored.problems),
+                "handoff": restored.handoff.model_dump(mode="json"),
+            }
+        )
+    return briefing(restored)
+
+
+def cmd_validate(args: argparse.Namespace) -> str:
+    results: list[dict[str, Any]] = []
+    for path in args.paths:
+        try:
+            handoff = load(primary_of(path))
+        except HandoffError as exc:
+            results.append({"path": path, "ok": False, "error": exc.reason})
+            print(str(exc), file=sys.stderr)
+        else:
+            results.append({"path": path, "ok": True, "generation": handoff.generation, "seal": str(handoff.seal)})
+    args.failed = any(not r["ok"] for r in results)
+    if args.json:
+        return to_json(results)
+    return "".join(f"ok {r['path']} (generation {r['generation']}, {r['seal']})\n" for r in results if r["ok"])
+
+
+def cmd_seal(args: argparse.Namespace) -> str:
+    return _receipt(thread_of(args.path).seal(), args, "sealed")
+
+
+def cmd_history(args: argparse.Namespace) -> str:
+    entries = thread_of(args.dir).history()
+    if args.json:
+        return to_json([dataclasses.asdict(e) for e in entries])
+    return history_table(entries)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser: one subcommand per library verb."""
+    parser = argparse.ArgumentParser(
+        prog="handoff",
+        description="Sealed five-layer handoff files: save, show, validate and seal an agent's handoffs.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("init", cmd_init, "create a thread directory (mode 0700) ready for saves")
+    p.add_argument("dir", help="thread directory")
+    p.add_argument("--format", choices=["json", "yaml"], help="primary file format (default: json)")
+
+    p = add("save", cmd_save, "seal the five layers from FILE (JSON or YAML; - or none: stdin) as the next generation")
+    p.add_argument("dir", help="thread directory")
+    p.add_argument("file", nargs="?", help="content file, JSON or YAML (default: stdin)")
+    p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
+
+    p = add("show", cmd_show, "show a handoff for a person taking over: narrative, warnings, priorities, state")
+    p.add_argument("path", help="thread directory (restored) or handoff file (loaded)")
+
+    p = add("validate", cmd_validate, "verify handoff files; exit 1 if any fails, one line per bad file on stderr")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="handoff files or thread directories")
+
+    p = add("seal", cmd_seal, "accept a person's edit of the primary as the next sealed generation")
+    p.add_argument("path", help="thread directory or its primary file")
+
+    p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
+    p.add_argument("dir", help="thread directory")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 handoff error, 2 usage)."""
+    args = build_parser().parse_args(argv)
+    args.failed = False
+    try:
+        output = args.func(args)
+    except HandoffError as exc:
+        print(f"handoff: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(output)
+    return EXIT_ERROR if args.failed else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Rendering for people: a handoff as a shift-change briefing, and thread history as a table."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterable
+from typing import Any
+
+from handoff_files.model import Handoff
+from handoff_files.store import HistoryEntry, Restored
+
+__all__ = ["briefing", "history_table", "to_json"]
+
+_WIDTH = 88
+
+
+def _wrap(text: str, indent: str = "  ") -> list[str]:
+    lines: list[str] = []
+    for paragraph in text.splitlines() or [""]:
+        lines.extend(textwrap.wrap(paragraph, _WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent])
+    return lines
+
+
+def briefing(restored: Restored) -> str:
+    """Render a handoff for a person taking over a shift: story, dangers, next steps, facts, reasons."""
+    h = restored.handoff
+    out = [
+        f"{h.agent_id} / {h.thread_id}, generation {h.generation}, sealed {h.created_at:%Y-%m-%d %H:%M:%S %Z}",
+        f"from: {restored.source} ({restored.path})",
+    ]
+    out += [f"note: {problem}" for problem in restored.problems]
+    out += ["", "NARRATIVE", *_wrap(h.narrative or "(none)")]
+    out += ["", "WARNINGS"]
+    out += [f"  ! [{w.severity}] {w.text}" if w.severity else f"  ! {w.text}" for w in h.warnings] or ["  (none)"]
+    out += ["", "PRIORITIES"]
+    out += [f"  {i}. {p.task}  ({p.urgency.replace('_', ' ')})" for i, p in enumerate(h.priorities, 1)] or ["  (none)"]
+    out += ["", "STATE", *_state_lines(h)]
+    out += ["", "DECISIONS"]
+    for d in h.decisions:
+        out.append(f"  - [{d.status}] {d.decision}")
+        out.append(f"      because: {d.reason}")
+        if d.alternatives_considered:
+            out.append(f"      instead of: {'; '.join(d.alternatives_considered)}")
+        if not d.reversible:
+            out.append("      (not reversible)")
+    if not h.decisions:
+        out.append("  (none)")
+    if h.context is not None:
+        out += ["", "CONTEXT", f"  {len(h.context.conversation_history)} messages in the conversation history"]
+        if h.context.tool_state:
+            out.append(f"  tool state: {', '.join(sorted(h.context.tool_state))}")
+    return "\n".join(out) + "\n"
+
+
+def _state_lines(h: Handoff) -> list[str]:
+    s = h.state
+    lines = []
+    for label, tasks in (("active", s.active_tasks), ("blocked", s.blocked_tasks), ("completed", s.completed_tasks)):
+        lines.append(f"  {label} ({len(tasks)}):")
+        lines += [f"    - {task}" for task in tasks]
+    lines.append(f"  errors: {s.error_count}   energy: {s.energy_level:.2f}")
+    if s.session_id is not None:
+        lines.append(f"  session: {s.session_id}")
+    if s.environment:
+        lines.append("  environment: " + ", ".join(f"{k}={v}" for k, v in sorted(s.environment.items())))
+    if s.data:
+        lines.append("  data: " + _short(s.data))
+    return lines
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def history_table(entries: Iterable[HistoryEntry]) -> str:
+    """Render the generations of a thread, newest first, one line each; ``*`` marks the primary's."""
+    lines = []
+    for e in entries:
+        where = e.path.name if e.path.parent.name != "history" else f"history/{e.path.name}"
+        number = "?" if e.generation is None else str(e.generation)
+        mark = "*" if e.current else " "
+        if e.problem is not None or e.created_at is None:
+            lines.append(f"{number:>6}{mark} {where:<24} BAD: {e.problem}")
+        else:
+            lines.append(f"{number:>6}{mark} {where:<24} {e.created_at:%Y-%m-%d %H:%M:%S}  {e.checksum}")
+    return "\n".join(lines) + ("\n" if lines else "(no generations)\n")
+
+
+def to_json(value: Any) -> str:
+    """Machine output for ``--json``."""
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"

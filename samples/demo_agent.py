@@ -1,0 +1,62 @@
+"""A small sample agent: works through steps, saving a handoff after each, and resumes from it on restart."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from handoff_files import HandoffStore, NoHandoffError
+
+STEPS = [
+    "read the failing test report",
+    "reproduce the failure locally",
+    "bisect the commit that broke it",
+    "write a regression test",
+    "fix the date parsing in the importer",
+    "run the whole suite",
+    "update the changelog",
+    "open the pull request",
+]
+
+
+def main(thread: str, delay: float) -> int:
+    """Run the agent on *thread*, sleeping *delay* seconds per step (the work)."""
+    store = HandoffStore(thread, agent_id="demo-agent")
+    try:
+        restored = store.restore()
+    except NoHandoffError:
+        done: list[str] = []
+        print("agent: no handoff found, starting from the beginning", flush=True)
+    else:
+        done = list(restored.handoff.state.completed_tasks)
+        print(
+            f"agent: restored generation {restored.generation} from the {restored.source}; "
+            f"{len(done)} of {len(STEPS)} steps already done, continuing with step {len(done) + 1} "
+            "instead of starting over",
+            flush=True,
+        )
+    for step in STEPS[len(done) :]:
+        time.sleep(delay)  # the real work would happen here
+        done.append(step)
+        remaining = STEPS[len(done) :]
+        receipt = store.save(
+            {
+                "state": {
+                    "active_tasks": remaining[:1],
+                    "completed_tasks": done,
+                    "data": {"step": len(done), "of": len(STEPS)},
+                },
+                "narrative": f"Working through the importer bug. Just finished: {step}.",
+                "priorities": [{"task": task, "urgency": "first" if i == 0 else "after_primary"} for i, task in enumerate(remaining)],
+                "warnings": [{"text": "the importer reads dates in local time", "severity": "high"}],
+                "decisions": [{"decision": "fix the parser, not the data", "reason": "the data is right"}],
+            }
+        )
+        print(f"agent: step {len(done)}/{len(STEPS)} done ({step}); saved generation {receipt.generation}", flush=True)
+    print(f"agent: all {len(STEPS)} steps done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.3))

@@ -1,0 +1,38 @@
+"""Shared fixtures and hypothesis profiles."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# dev: quick local runs; ci: more examples, no deadline (shared, noisy machines)
+settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def thread_dir(tmp_path: Path) -> Path:
+    """A fresh, not yet created thread directory with a valid name (the store takes ids from it)."""
+    return tmp_path / "thread-1"
+
+
+@pytest.fixture
+def subprocess_env() -> dict[str, str]:
+    """Environment for child Python processes: they import this checkout, not an installed copy."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture
+def python() -> str:
+    """The interpreter running the tests, for child processes."""
+    return sys.executable

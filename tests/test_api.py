@@ -1,0 +1,71 @@
+"""The public API: what handoff_files exports, and the shape of its errors."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import handoff_files
+from handoff_files import HandoffError
+
+EXPECTED_ALL = [
+    "SCHEMA_VERSION",
+    "ChecksumMismatchError",
+    "Context",
+    "Decision",
+    "Handoff",
+    "HandoffContent",
+    "HandoffError",
+    "HandoffLockedError",
+    "HandoffNotFoundError",
+    "HandoffParseError",
+    "HandoffStore",
+    "HandoffTooLargeError",
+    "HandoffValidationError",
+    "HandoffWriteError",
+    "HistoryEntry",
+    "InvalidNameError",
+    "Lineage",
+    "Message",
+    "NoHandoffError",
+    "Priority",
+    "Restored",
+    "SaveReceipt",
+    "Seal",
+    "SealError",
+    "State",
+    "UnsealedEditError",
+    "UnsupportedVersionError",
+    "Warning",
+    "__version__",
+    "load",
+]
+
+
+def test_all_is_the_documented_snapshot_and_sorted() -> None:
+    assert handoff_files.__all__ == EXPECTED_ALL
+    for name in handoff_files.__all__:
+        assert hasattr(handoff_files, name), name
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [getattr(handoff_files, n) for n in handoff_files.__all__ if n.endswith("Error")],
+    ids=lambda c: c.__name__,
+)
+def test_every_error_is_a_handoff_error_that_names_its_path_and_pickles(cls: type[HandoffError]) -> None:
+    assert issubclass(cls, HandoffError)
+    error = cls("/some/thread/handoff.json", "what went wrong")
+    assert str(error) == "/some/thread/handoff.json: what went wrong"
+    clone = pickle.loads(pickle.dumps(error))
+    assert (type(clone), clone.path, clone.reason) == (cls, error.path, error.reason)
+
+
+def test_importing_the_package_does_not_import_watchdog_or_ruamel() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, handoff_files; h = handoff_files.HandoffStore; print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'ruamel')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

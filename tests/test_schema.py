@@ -1,0 +1,32 @@
+"""The 2.0 JSON Schema in schemas/ matches the models, and saved files validate against it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from handoff_files import HandoffStore
+from handoff_files.schema import SCHEMA_FILE, render_schema
+
+
+def test_committed_schema_matches_the_models() -> None:
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == render_schema(), (
+        "schemas/ drifted from the models: run `python -m handoff_files.schema` and review the diff"
+    )
+
+
+def test_a_saved_handoff_validates_against_the_schema(thread_dir: Path) -> None:
+    receipt = HandoffStore(thread_dir).save(
+        {
+            "narrative": "Half the importer is ported.",
+            "state": {"active_tasks": ["port the importer"], "data": {"files": 3}},
+            "priorities": [{"task": "finish the port", "urgency": "first"}],
+            "warnings": [{"text": "dates are local time", "severity": "high"}],
+            "decisions": [{"decision": "keep the old API", "reason": "callers", "status": "deferred"}],
+            "context": {"conversation_history": [{"role": "user", "content": "go on"}]},
+        }
+    )
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    jsonschema.validate(json.loads(receipt.path.read_text(encoding="utf-8")), schema)
