@@ -149,7 +149,7 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
     seen: set[int] = set()
     aliases = 0
 
-    def walk(value: Any, depth: int, where: str) -> Any:
+    def walk(value: Any, depth: int, where: str) -> Any:  # noqa: PLR0912 -- one branch per JSON type reads best
         nonlocal aliases
         if depth > MAX_DEPTH:
             msg = f"nested deeper than {MAX_DEPTH} levels at {where}"
@@ -214,7 +214,8 @@ def render(document: Mapping[str, Any], fmt: Format) -> bytes:
         if _parse_yaml(data, "<rendered>") == plain:
             return data
     msg = "content cannot be represented faithfully in YAML; save it as JSON"
-    raise HandoffParseError("<rendered>", msg)
+    msg_0 = "<rendered>"
+    raise HandoffParseError(msg_0, msg)
 
 
 def _render_yaml(document: dict[str, Any], *, allow_unicode: bool) -> bytes:
@@ -222,7 +223,8 @@ def _render_yaml(document: dict[str, Any], *, allow_unicode: bool) -> bytes:
 
     yaml = YAML(typ="safe", pure=False)
     yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment] -- ruamel's attribute is untyped
+    # keep the writer's key order (envelope first): ruamel sorts by default; the attribute is untyped
+    setattr(yaml, "sort_base_mapping_type_on_output", False)  # noqa: B010
     yaml.allow_unicode = allow_unicode
     yaml.width = 100
     buffer = io.StringIO()

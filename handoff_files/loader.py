@@ -87,9 +87,7 @@ def check_version(document: dict[str, Any], path: str | os.PathLike[str]) -> str
     :raises UnsupportedVersionError: missing, not a string, or unknown (older or newer).
     """
     if "schema_version" not in document:
-        msg = (
-            f"no schema_version: refusing to guess the format (this library reads {', '.join(KNOWN_VERSIONS)})"
-        )
+        msg = f"no schema_version: refusing to guess the format (this library reads {', '.join(KNOWN_VERSIONS)})"
         raise UnsupportedVersionError(path, msg)
     version = document["schema_version"]
     if not isinstance(version, str):
@@ -98,7 +96,10 @@ def check_version(document: dict[str, Any], path: str | os.PathLike[str]) -> str
     if version in KNOWN_VERSIONS:
         return version
     if _newer(version, KNOWN_VERSIONS[-1]):
-        msg = f"schema_version {version!r} is newer than {KNOWN_VERSIONS[-1]!r}, the newest this library reads; upgrade handoff-files"
+        msg = (
+            f"schema_version {version!r} is newer than {KNOWN_VERSIONS[-1]!r}, the newest this library reads; "
+            "upgrade handoff-files"
+        )
     else:
         msg = f"schema_version {version!r} is not one this library reads ({', '.join(KNOWN_VERSIONS)})"
     raise UnsupportedVersionError(path, msg)
@@ -122,7 +123,7 @@ def _seal_matches(document: dict[str, Any]) -> bool | None:
     if not isinstance(seal, dict):
         return False
     algorithm, expected = seal.get("algorithm"), seal.get("digest")
-    if algorithm not in sealing.ALGORITHMS or not isinstance(expected, str):
+    if not isinstance(algorithm, str) or algorithm not in sealing.ALGORITHMS or not isinstance(expected, str):
         return False
     return sealing.matches(sealing.canonical(document), algorithm, expected)
 

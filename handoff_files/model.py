@@ -93,7 +93,7 @@ def _walk_json(value: object, depth: int) -> None:
             raise ValueError(msg)
     else:
         msg = f"{type(value).__name__} is not a JSON value"
-        raise ValueError(msg)  # noqa: TRY004 -- pydantic turns ValueError into a validation error
+        raise ValueError(msg)
 
 
 JsonMap = Annotated[dict[str, Any], Field(max_length=MAX_MAP_KEYS), AfterValidator(_check_json)]
@@ -112,7 +112,9 @@ class State(_Strict):
     active_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
     completed_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
     blocked_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
-    environment: Annotated[dict[Short, Annotated[str, StringConstraints(max_length=MAX_SHORT)]], Field(max_length=MAX_MAP_KEYS)] = {}
+    environment: Annotated[
+        dict[Short, Annotated[str, StringConstraints(max_length=MAX_SHORT)]], Field(max_length=MAX_MAP_KEYS)
+    ] = {}
     error_count: Count = 0
     energy_level: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
     data: JsonMap = {}
@@ -223,6 +225,4 @@ class Handoff(HandoffContent):
 
     def content(self) -> HandoffContent:
         """Return the five layers alone, without the envelope."""
-        return HandoffContent.model_validate(
-            {name: getattr(self, name) for name in HandoffContent.model_fields}
-        )
+        return HandoffContent.model_validate({name: getattr(self, name) for name in HandoffContent.model_fields})

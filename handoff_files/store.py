@@ -28,7 +28,17 @@ from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, writer_lock
 from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
 
-__all__ = ["DEFAULT_KEEP", "HISTORY_DIR", "HandoffStore", "HistoryEntry", "Restored", "SaveReceipt", "open_handoff", "primary_of", "thread_of"]
+__all__ = [
+    "DEFAULT_KEEP",
+    "HISTORY_DIR",
+    "HandoffStore",
+    "HistoryEntry",
+    "Restored",
+    "SaveReceipt",
+    "open_handoff",
+    "primary_of",
+    "thread_of",
+]
 
 HISTORY_DIR: Final = "history"
 PRIMARY_STEM: Final = "handoff"
@@ -214,7 +224,8 @@ class HandoffStore:
             try:
                 current = load(self.primary, follow_symlinks=False)
             except UnsealedEditError as exc:
-                assert exc.handoff is not None  # noqa: S101 -- the loader always attaches it
+                if exc.handoff is None:  # the loader always attaches it; refuse rather than guess
+                    raise
                 return self._save_locked(_dump(exc.handoff.content()), head)
             return SaveReceipt(
                 current.generation,
@@ -226,7 +237,9 @@ class HandoffStore:
 
     def _save_locked(self, layers: dict[str, Any], head: _Head) -> SaveReceipt:
         if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
-            msg = f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
+            msg = (
+                f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
+            )
             raise HandoffValidationError(self.path, msg)
         generation = head.generation + 1
         created_at = dt.datetime.now(dt.UTC)
@@ -436,7 +449,6 @@ def _layers(content: Handoff | HandoffContent | Mapping[str, Any], path: Path) -
 
 def _dump(content: HandoffContent) -> dict[str, Any]:
     return content.model_dump(mode="json", exclude={"context"} if content.context is None else None)
-
 
 
 def thread_of(path: str | os.PathLike[str]) -> HandoffStore:

@@ -22,8 +22,7 @@ def main() -> int:
     try:
         print(f"demo: thread directory {thread}")
         first = subprocess.Popen([sys.executable, str(AGENT), str(thread)], stdout=subprocess.PIPE, text=True)
-        assert first.stdout is not None
-        for line in first.stdout:
+        for line in first.stdout or ():
             print(line, end="")
             if f"step {KILL_AFTER_STEP}/" in line:
                 first.send_signal(signal.SIGKILL)
@@ -38,8 +37,10 @@ def main() -> int:
         if "continuing with step" not in second.stdout or len(done) != len(set(done)):
             print("demo: FAILED: the agent did not continue from its handoff", file=sys.stderr)
             return 1
-        print(f"demo: the restarted agent continued from its handoff; generation {handoff.generation}, "
-              f"{len(done)} steps each done once")
+        print(
+            f"demo: the restarted agent continued from its handoff; generation {handoff.generation}, "
+            f"{len(done)} steps each done once"
+        )
         return 0
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

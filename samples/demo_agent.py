@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 from handoff_files import HandoffStore, NoHandoffError
 
@@ -48,7 +47,10 @@ def main(thread: str, delay: float) -> int:
                     "data": {"step": len(done), "of": len(STEPS)},
                 },
                 "narrative": f"Working through the importer bug. Just finished: {step}.",
-                "priorities": [{"task": task, "urgency": "first" if i == 0 else "after_primary"} for i, task in enumerate(remaining)],
+                "priorities": [
+                    {"task": task, "urgency": "first" if i == 0 else "after_primary"}
+                    for i, task in enumerate(remaining)
+                ],
                 "warnings": [{"text": "the importer reads dates in local time", "severity": "high"}],
                 "decisions": [{"decision": "fix the parser, not the data", "reason": "the data is right"}],
             }

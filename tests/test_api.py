@@ -66,6 +66,9 @@ def test_importing_the_package_does_not_import_watchdog_or_ruamel() -> None:
     import subprocess
     import sys
 
-    code = "import sys, handoff_files; h = handoff_files.HandoffStore; print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'ruamel')))"
+    code = (
+        "import sys, handoff_files; h = handoff_files.HandoffStore; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'ruamel')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
