@@ -97,7 +97,7 @@ def stray_temps(directory: Path) -> list[Path]:
     """List temp files a crashed writer left in *directory* (ours only, by name pattern)."""
     try:
         names = os.listdir(directory)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     return [directory / name for name in names if _TEMP_NAME.match(name)]
 
