@@ -30,7 +30,7 @@ typecheck: $(STAMP_TEST)
 	$(BIN)/mypy
 
 pytest: $(STAMP_TEST)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 test: lint typecheck pytest
 

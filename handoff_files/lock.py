@@ -11,7 +11,7 @@ import filelock
 
 from handoff_files.errors import HandoffLockedError
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "LOCK_NAME", "writer_lock"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "LOCK_NAME", "try_writer_lock", "writer_lock"]
 
 LOCK_NAME: Final = ".lock"
 #: Seconds a writer waits for another. A save holds the lock for milliseconds; a holder that
@@ -33,5 +33,24 @@ def writer_lock(directory: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> It
         raise HandoffLockedError(directory, msg) from exc
     try:
         yield
+    finally:
+        lock.release()
+
+
+@contextmanager
+def try_writer_lock(directory: Path) -> Iterator[bool]:
+    """Take the writer lock only if it is free right now; yield whether it was taken.
+
+    For housekeeping a reader may do when no writer is live (removing a dead writer's temp
+    files, telling an interrupted save from one in progress): it never waits for a writer.
+    """
+    lock = filelock.FileLock(directory / LOCK_NAME, timeout=0, mode=0o600)
+    try:
+        lock.acquire()
+    except (filelock.Timeout, OSError):
+        yield False
+        return
+    try:
+        yield True
     finally:
         lock.release()

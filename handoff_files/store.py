@@ -24,7 +24,7 @@ from handoff_files.errors import (
     UnsealedEditError,
 )
 from handoff_files.loader import describe, load
-from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, writer_lock
+from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, try_writer_lock, writer_lock
 from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
 
@@ -156,10 +156,15 @@ class HandoffStore:
         self.format: Format = self._choose_format(format)
         self._cache: tuple[tuple[int, int, int, int] | None, _Head] | None = None
         if stray_temps(self.path) or stray_temps(self.history_dir):
-            # under the lock: a live writer's temp file exists only while it holds the lock
-            with writer_lock(self.path, timeout=self.lock_timeout):
-                remove_stray_temps(self.path)
-                remove_stray_temps(self.history_dir)
+            # a live writer's temp file exists only while it holds the lock: with the lock free,
+            # every temp file is a dead writer's; with it held, leave them (readers never wait)
+            with try_writer_lock(self.path) as free:
+                if free:
+                    self._remove_stray_temps()
+
+    def _remove_stray_temps(self) -> None:
+        remove_stray_temps(self.path)
+        remove_stray_temps(self.history_dir)
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -210,6 +215,7 @@ class HandoffStore:
         layers = _layers(content, self.path)
         self.init()
         with writer_lock(self.path, timeout=self.lock_timeout):
+            self._remove_stray_temps()  # a dead writer's leftovers; under the lock none can be live
             return self._save_locked(layers, self._head())
 
     def seal(self) -> SaveReceipt:
@@ -360,7 +366,7 @@ class HandoffStore:
             if handoff.generation != generation:
                 problems.append(f"{HISTORY_DIR}/{path.name} holds generation {handoff.generation}; skipped")
                 continue
-            if primary is not None:
+            if primary is not None and not self._save_in_progress():
                 problems.append(
                     f"{self.primary.name} holds generation {primary.generation}, behind {HISTORY_DIR}/"
                     f"{path.name}: a save was interrupted after its commit"
@@ -371,6 +377,11 @@ class HandoffStore:
         if primary is not None:
             return _Scan(primary, highest, state)
         return _Scan(None, highest, state, tuple(problems))
+
+    def _save_in_progress(self) -> bool:
+        """Whether a writer holds the lock now (asked only when the primary lags behind history)."""
+        with try_writer_lock(self.path) as free:
+            return not free
 
     def _generation_guess(self) -> int:
         """Best effort on an unreadable primary: the largest generation number its bytes mention."""
