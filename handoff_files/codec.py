@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from handoff_files.errors import HandoffParseError, HandoffTooLargeError
-from handoff_files.model import MAX_DEPTH, MAX_INT
+from handoff_files.model import MAX_DEPTH, MAX_UINT, MIN_INT
 
 __all__ = ["MAX_FILE_BYTES", "Format", "detect_format", "parse", "render"]
 
@@ -24,6 +24,9 @@ Format = Literal["json", "yaml"]
 MAX_FILE_BYTES: Final = 16 * 1024 * 1024
 #: Anchors a YAML file may reuse: enough for a person's shorthand, too few for a "billion laughs".
 MAX_YAML_ALIASES: Final = 64
+
+# far below the depth at which libyaml-based parsing overflowed the stack here (~20,000)
+_C_PARSER_SAFE_DEPTH: Final = 4_096
 
 _FIRST_CHAR = re.compile(rb"[ \t\r\n]*(.)", re.DOTALL)
 # in orjson's 2-space rendering every newline is structural and indentation is 2 x depth
@@ -134,14 +137,33 @@ def _parse_yaml(data: bytes, path: str | os.PathLike[str]) -> Any:
         msg = f"invalid UTF-8 at byte {exc.start}"
         raise HandoffParseError(path, msg) from exc
     try:
-        document = YAML(typ="safe", pure=False).load(text)
+        document = YAML(typ="safe", pure=_maybe_deep(data)).load(text)
     except YAMLError as exc:
         msg = f"invalid YAML: {' '.join(str(exc).split())}"
         raise HandoffParseError(path, msg) from exc
     except RecursionError as exc:
         msg = f"nested deeper than {MAX_DEPTH} levels"
         raise HandoffParseError(path, msg) from exc
+    except Exception as exc:
+        # ruamel's constructors raise bare ValueError, KeyError, AssertionError … on values such
+        # as `2024-02-30` or `!!bool maybe`: whatever they raise, it is this file's parse error
+        msg = f"invalid YAML value: {type(exc).__name__}: {exc}"
+        raise HandoffParseError(path, msg) from exc
     return _check_tree(document, path, yaml=True)
+
+
+def _maybe_deep(data: bytes) -> bool:
+    """Whether YAML bytes could nest deeply enough to overflow the C parser's stack.
+
+    The C parser recurses without a limit and crashed the process past ~20,000 levels here; the
+    pure-Python parser stops at the recursion limit with an error we report. Flow nesting needs an
+    opening bracket per level and block nesting an indent or dash per level, so a file with few
+    brackets and short lines cannot be deep.
+    """
+    return (
+        data.count(b"[") + data.count(b"{") > _C_PARSER_SAFE_DEPTH
+        or max(map(len, data.split(b"\n")), default=0) > _C_PARSER_SAFE_DEPTH
+    )
 
 
 def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> Any:
@@ -149,7 +171,7 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
     seen: set[int] = set()
     aliases = 0
 
-    def walk(value: Any, depth: int, where: str) -> Any:  # noqa: PLR0912 -- one branch per JSON type reads best
+    def walk(value: Any, depth: int, where: str) -> Any:  # noqa: PLR0911, PLR0912 -- one branch per JSON type reads best
         nonlocal aliases
         if depth > MAX_DEPTH:
             msg = f"nested deeper than {MAX_DEPTH} levels at {where}"
@@ -167,14 +189,17 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
                 if not isinstance(key, str):
                     msg = f"mapping key {key!r} at {where} is {_kind(key)}; keys must be strings (quote it)"
                     raise HandoffParseError(path, msg)
+                _check_text(key, path, where)
                 out[key] = walk(item, depth + 1, f"{where}.{key}")
             return out
         if isinstance(value, list):
             return [walk(item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value)]
-        if value is None or isinstance(value, str | bool):
+        if isinstance(value, str):
+            return _check_text(value, path, where)
+        if value is None or isinstance(value, bool):
             return value
         if isinstance(value, int):
-            if not -MAX_INT - 1 <= value <= MAX_INT:
+            if not MIN_INT <= value <= MAX_UINT:
                 msg = f"integer at {where} does not fit in 64 bits"
                 raise HandoffParseError(path, msg)
             return value
@@ -190,6 +215,16 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
         raise HandoffParseError(path, msg)
 
     return walk(document, 0, "$")
+
+
+def _check_text(text: str, path: str | os.PathLike[str], where: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # a lone surrogate (JSON's "\\ud800", YAML's "\\uD800"): not text, and not encodable
+        msg = f"string at {where} holds a lone surrogate (U+{ord(text[exc.start]):04X}), which is not valid Unicode"
+        raise HandoffParseError(path, msg) from exc
+    return text
 
 
 def _kind(value: object) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import TYPE_CHECKING
 
@@ -41,9 +42,20 @@ class HandoffError(Exception):
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
 
+    def __reduce__(self) -> tuple[type[HandoffError], tuple[object, ...]]:
+        # rebuild from our own arguments (OSError's default reduce would pass errno and filename)
+        return (type(self), self.args)
+
 
 class HandoffNotFoundError(HandoffError, FileNotFoundError):
-    """The file or thread directory does not exist."""
+    """The file or thread directory does not exist (also a ``FileNotFoundError``, errno ``ENOENT``)."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        super().__init__(path, reason)
+        # OSError took (path, reason) as (errno, strerror): set the fields callers of OSError read
+        self.errno = errno.ENOENT
+        self.strerror = reason
+        self.filename = os.fspath(path)
 
 
 class NoHandoffError(HandoffError):

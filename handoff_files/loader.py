@@ -61,16 +61,19 @@ def decode(data: bytes, path: str | os.PathLike[str], *, mtime: float | None = N
         handoff = Handoff.model_validate(document, context={PARSED: True})
     except pydantic.ValidationError as exc:
         problem = describe(exc)
-        if sealed is False and not _rewritten(document, mtime):
+        if sealed is not True and not _rewritten(document, mtime):
             msg = f"content does not match its seal and is not a valid handoff: corrupt ({problem})"
             raise ChecksumMismatchError(path, msg) from exc
         msg = f"not a valid {SCHEMA_VERSION} handoff: {problem}"
         raise HandoffValidationError(path, msg) from exc
     if sealed:
         return handoff
-    if sealed is None:
+    if sealed is None and _rewritten(document, mtime):
         msg = "valid handoff with no seal (written or edited by hand); `handoff seal` accepts it"
         raise UnsealedEditError(path, msg, handoff)
+    if sealed is None:
+        msg = "no seal, and the file was not rewritten after it was sealed: truncated or corrupt"
+        raise ChecksumMismatchError(path, msg)
     if _rewritten(document, mtime):
         msg = "edited after sealing: the seal no longer matches; `handoff seal` accepts the edit"
         raise UnsealedEditError(path, msg, handoff)

@@ -46,7 +46,9 @@ MAX_MESSAGE: Final = 1_048_576
 MAX_ITEMS: Final = 10_000
 MAX_MESSAGES: Final = 100_000
 MAX_MAP_KEYS: Final = 10_000
-MAX_INT: Final = 2**63 - 1
+MAX_INT: Final = 2**63 - 1  # envelope and counters: signed 64-bit
+MIN_INT: Final = -(2**63)
+MAX_UINT: Final = 2**64 - 1  # free-form data: what the canonical encoder writes exactly (i64 and u64)
 
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Short = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHORT)]
@@ -68,7 +70,7 @@ def _check_json(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
     return value
 
 
-def _walk_json(value: object, depth: int) -> None:
+def _walk_json(value: object, depth: int) -> None:  # noqa: PLR0912 -- one branch per JSON type reads best
     if depth > MAX_DATA_DEPTH:
         msg = f"nested deeper than {MAX_DATA_DEPTH} levels"
         raise ValueError(msg)
@@ -77,14 +79,18 @@ def _walk_json(value: object, depth: int) -> None:
             if not isinstance(key, str):
                 msg = f"object keys must be strings, found {type(key).__name__}"
                 raise ValueError(msg)  # noqa: TRY004 -- pydantic turns ValueError into a validation error
+            _walk_json(key, depth)
             _walk_json(item, depth + 1)
     elif isinstance(value, list):
         for item in value:
             _walk_json(item, depth + 1)
-    elif isinstance(value, bool) or value is None or isinstance(value, str):
+    elif isinstance(value, str):
+        if not value.isascii():
+            value.encode("utf-8")  # raises on a lone surrogate; UnicodeEncodeError is a ValueError
+    elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int):
-        if not -MAX_INT - 1 <= value <= MAX_INT:
+        if not MIN_INT <= value <= MAX_UINT:
             msg = f"integer {value} does not fit in 64 bits"
             raise ValueError(msg)
     elif isinstance(value, float):

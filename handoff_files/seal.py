@@ -46,9 +46,14 @@ def canonical(document: Mapping[str, Any]) -> bytes:
 
     :param document: a JSON-mode mapping (strings, numbers, booleans, null, lists, mappings).
     :returns: the bytes the seal is computed over.
+    :raises ValueError: if a value has no canonical form (a lone surrogate, an integer past 64 bits).
     """
     body = {key: value for key, value in document.items() if key != "seal"}
-    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError as exc:
+        msg = f"no canonical JSON form: {exc}"
+        raise ValueError(msg) from exc
 
 
 def digest(data: bytes, algorithm: str = DEFAULT_ALGORITHM) -> str:

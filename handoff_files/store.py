@@ -259,7 +259,11 @@ class HandoffStore:
             "lineage": {"adopted_from": None, "migrated_from": None},
             **layers,
         }
-        checksum = sealing.digest(sealing.canonical(document), self.algorithm)
+        try:
+            checksum = sealing.digest(sealing.canonical(document), self.algorithm)
+        except ValueError as exc:
+            msg = f"not valid handoff content: {exc}"
+            raise HandoffValidationError(self.path, msg) from exc
         document["seal"] = {"algorithm": self.algorithm, "digest": checksum}
         data = render({key: document[key] for key in _ORDER if key in document}, self.format)
         problems: list[str] = []

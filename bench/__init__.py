@@ -1,0 +1,1 @@
+"""Benchmarks: save and load against minimal baselines, hashes and JSON encoders (``python -m bench.bench_io``)."""
