@@ -24,7 +24,7 @@ from handoff_files.errors import (
     UnsealedEditError,
 )
 from handoff_files.loader import describe, load
-from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, try_writer_lock, writer_lock
+from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, WriterLock, try_writer_lock
 from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
 
@@ -154,13 +154,18 @@ class HandoffStore:
         if thread_id is None or agent_id is None:
             check_id(self.path.name, "thread directory name", self.path)
         self.format: Format = self._choose_format(format)
-        self._cache: tuple[tuple[int, int, int, int] | None, _Head] | None = None
+        self._lock = WriterLock(self.path, timeout=lock_timeout)
+        self._cache: tuple[tuple[int, int, int, int], _Head] | None = None
+        self._temps_left = False
         if stray_temps(self.path) or stray_temps(self.history_dir):
             # a live writer's temp file exists only while it holds the lock: with the lock free,
-            # every temp file is a dead writer's; with it held, leave them (readers never wait)
+            # every temp file is a dead writer's; with it held, leave them for our first save
+            # (readers never wait for writers)
             with try_writer_lock(self.path) as free:
                 if free:
                     self._remove_stray_temps()
+                else:
+                    self._temps_left = True
 
     def _remove_stray_temps(self) -> None:
         remove_stray_temps(self.path)
@@ -213,10 +218,14 @@ class HandoffStore:
         :raises HandoffWriteError: if the disk refuses; the previous generation stays intact.
         """
         layers = _layers(content, self.path)
-        self.init()
-        with writer_lock(self.path, timeout=self.lock_timeout):
-            self._remove_stray_temps()  # a dead writer's leftovers; under the lock none can be live
-            return self._save_locked(layers, self._head())
+        if not self.history_dir.is_dir():
+            self.init()
+        with self._lock.held():
+            if self._temps_left:  # a dead writer's leftovers; under the lock none can be live
+                self._remove_stray_temps()
+                self._temps_left = False
+            listing = self._history_generations()
+            return self._save_locked(layers, self._head(listing), listing)
 
     def seal(self) -> SaveReceipt:
         """Accept the primary as edited by a person: re-seal it as the next generation.
@@ -225,14 +234,15 @@ class HandoffStore:
 
         :raises HandoffError: if the primary does not parse or validate, naming why.
         """
-        with writer_lock(self.path, timeout=self.lock_timeout):
-            head = self._head()
+        with self._lock.held():
+            listing = self._history_generations()
+            head = self._head(listing)
             try:
                 current = load(self.primary, follow_symlinks=False)
             except UnsealedEditError as exc:
                 if exc.handoff is None:  # the loader always attaches it; refuse rather than guess
                     raise
-                return self._save_locked(_dump(exc.handoff.content()), head)
+                return self._save_locked(_dump(exc.handoff.content()), head, listing)
             return SaveReceipt(
                 current.generation,
                 str(current.seal),
@@ -241,7 +251,7 @@ class HandoffStore:
                 ("already sealed: nothing to do",),
             )
 
-    def _save_locked(self, layers: dict[str, Any], head: _Head) -> SaveReceipt:
+    def _save_locked(self, layers: dict[str, Any], head: _Head, listing: list[tuple[int, Path]]) -> SaveReceipt:
         if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
             msg = (
                 f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
@@ -282,17 +292,18 @@ class HandoffStore:
         history_file = self.history_dir / f"{generation:08d}{_EXTENSIONS[self.format]}"
         write_durable(history_file, data)
         write_durable(self.primary, data)
-        self._prune()
+        self._prune([(generation, history_file), *listing])
         seal_text = f"{self.algorithm}:{checksum}"
+        st = os.lstat(self.primary)
         self._cache = (
-            self._key(),
+            (st.st_ino, st.st_mtime_ns, st.st_size, generation),
             _Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok"),
         )
         return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
 
-    def _prune(self) -> None:
-        generations = sorted(self._history_generations(), reverse=True)
-        for _, path in generations[self.keep :]:
+    def _prune(self, listing: list[tuple[int, Path]]) -> None:
+        """Remove history files past the newest ``keep`` (*listing*: the generation files, newest first)."""
+        for _, path in listing[self.keep :]:
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -303,44 +314,44 @@ class HandoffStore:
     # -- reading -----------------------------------------------------------------------------
 
     def _history_generations(self) -> list[tuple[int, Path]]:
+        """The generation files in ``history/``, newest first."""
         try:
             names = os.listdir(self.history_dir)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         found = []
         for name in names:
             match = _GENERATION_FILE.match(name)
             if match:
                 found.append((int(match.group(1)), self.history_dir / name))
+        found.sort(reverse=True)
         return found
 
-    def _key(self) -> tuple[int, int, int, int] | None:
-        """Identity of the thread's newest state: primary inode, mtime and size, newest history generation."""
-        try:
-            st = os.lstat(self.primary)
-        except FileNotFoundError:
-            return None
-        newest = max((gen for gen, _ in self._history_generations()), default=0)
-        return (st.st_ino, st.st_mtime_ns, st.st_size, newest)
+    def _head(self, listing: list[tuple[int, Path]]) -> _Head:
+        """Work out the generation and parent the next save chains from (call under the lock).
 
-    def _head(self) -> _Head:
-        """Work out the generation and parent the next save chains from (call under the lock)."""
-        if self._cache is not None and self._cache[0] is not None and self._cache[0] == self._key():
-            return self._cache[1]
+        The head this store wrote last is reused while the primary is the same file (inode,
+        mtime, size) and ``history/`` holds no newer generation; otherwise the disk is scanned.
+        """
+        if self._cache is not None:
+            try:
+                st = os.lstat(self.primary)
+            except FileNotFoundError:
+                pass
+            else:
+                newest_listed = listing[0][0] if listing else 0
+                if self._cache[0] == (st.st_ino, st.st_mtime_ns, st.st_size, newest_listed):
+                    return self._cache[1]
         scan = self._scan()
-        newest = scan.newest
-        return _Head(
-            scan.highest,
-            None if newest is None else str(newest.handoff.seal),
-            None if newest is None else newest.handoff.agent_id,
-            None if newest is None else newest.handoff.thread_id,
-            scan.primary,
-        )
+        if scan.newest is None:
+            return _Head(scan.highest, None, None, None, scan.primary)
+        handoff = scan.newest.handoff
+        return _Head(scan.highest, str(handoff.seal), handoff.agent_id, handoff.thread_id, scan.primary)
 
     def _scan(self) -> _Scan:
         """Find the newest verified generation among the primary and history/, newest first."""
         problems: list[str] = []
-        history = sorted(self._history_generations(), reverse=True)
+        history = self._history_generations()
         highest = history[0][0] if history else 0
         primary: Restored | None = None
         state: Literal["ok", "missing", "bad"] = "missing"
@@ -422,7 +433,7 @@ class HandoffStore:
             pass
         except HandoffError as exc:
             entries.append(HistoryEntry(None, self.primary, True, None, None, exc.reason))
-        for generation, path in sorted(self._history_generations(), reverse=True):
+        for generation, path in self._history_generations():
             try:
                 handoff = load(path, follow_symlinks=False)
             except HandoffError as exc:
