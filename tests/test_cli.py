@@ -195,3 +195,40 @@ def test_installed_script_and_python_m_run_the_cli(tmp_path: Path) -> None:
         failed = subprocess.run([*argv, "show", str(tmp_path / "nowhere")], capture_output=True, text=True, check=False)
         assert failed.returncode == 1
         one_error_line(failed.stderr, "no such file or thread directory")
+
+
+BAD_FILES = [
+    pytest.param(b'{"schema_version": "2.0", ', "invalid JSON", id="malformed-json"),
+    pytest.param(b"narrative: [unclosed\n", "invalid YAML", id="malformed-yaml"),
+    pytest.param(
+        b'{"schema_version": "2.0", "narrative": "a", "narrative": "b"}', "duplicate key", id="duplicate-keys"
+    ),
+    pytest.param(b'{"schema_version": "2.0", "state": {"energy_level": NaN}}', "NaN", id="nan"),
+    pytest.param(b"schema_version: '2.0'\nnarrative: !!python/object/apply:os.system [id]\n", "python", id="yaml-tag"),
+    pytest.param(b'{"a": ' * 5000 + b"1" + b"}" * 5000, "nested deeper", id="deep-nesting"),
+    pytest.param(b'{"schema_version": "2.0", "narrative": "\xff\xfe"}', "UTF-8", id="invalid-utf8"),
+    pytest.param(None, "over the", id="50-MB"),
+]
+
+
+@pytest.mark.parametrize(("data", "needle"), BAD_FILES)
+def test_bad_files_are_one_line_on_stderr_with_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes | None, needle: str
+) -> None:
+    path = tmp_path / "bad-handoff"
+    if data is None:
+        with path.open("wb") as handle:  # sparse: 50 MB on paper, nothing on disk
+            handle.truncate(50 * 1024 * 1024)
+    else:
+        path.write_bytes(data)
+    for argv in (["validate", str(path)], ["show", str(path)]):
+        assert main(argv) == 1
+        one_error_line(capsys.readouterr().err, str(path), needle)
+
+
+def test_a_path_traversal_thread_id_is_refused_by_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    content = tmp_path / "content.json"
+    content.write_text(json.dumps(CONTENT), encoding="utf-8")
+    for argv in (["init", f"{tmp_path}/.."], ["save", f"{tmp_path}/../..", str(content)]):
+        assert main(argv) == 1
+        one_error_line(capsys.readouterr().err, "not a valid id")
