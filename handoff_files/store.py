@@ -46,7 +46,7 @@ PRIMARY_STEM: Final = "handoff"
 DEFAULT_KEEP: Final = 10
 
 _EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
-_GENERATION_FILE = re.compile(r"^(\d{8,})\.(json|yaml)$")
+_GENERATION_FILE = re.compile(r"\d{8,}\.(?:json|yaml)\Z")
 _GENERATION_TEXT = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
 _ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "created_at", "parent", "lineage", "seal")
 # the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
@@ -251,7 +251,7 @@ class HandoffStore:
                 ("already sealed: nothing to do",),
             )
 
-    def _save_locked(self, layers: dict[str, Any], head: _Head, listing: list[tuple[int, Path]]) -> SaveReceipt:
+    def _save_locked(self, layers: dict[str, Any], head: _Head, listing: list[tuple[int, str]]) -> SaveReceipt:
         if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
             msg = (
                 f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
@@ -292,7 +292,7 @@ class HandoffStore:
         history_file = self.history_dir / f"{generation:08d}{_EXTENSIONS[self.format]}"
         write_durable(history_file, data)
         write_durable(self.primary, data)
-        self._prune([(generation, history_file), *listing])
+        self._prune([(generation, history_file.name), *listing])
         seal_text = f"{self.algorithm}:{checksum}"
         st = os.lstat(self.primary)
         self._cache = (
@@ -301,11 +301,11 @@ class HandoffStore:
         )
         return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
 
-    def _prune(self, listing: list[tuple[int, Path]]) -> None:
+    def _prune(self, listing: list[tuple[int, str]]) -> None:
         """Remove history files past the newest ``keep`` (*listing*: the generation files, newest first)."""
-        for _, path in listing[self.keep :]:
+        for _, name in listing[self.keep :]:
             try:
-                path.unlink()
+                os.unlink(self.history_dir / name)
             except FileNotFoundError:
                 pass
             except OSError:
@@ -313,21 +313,18 @@ class HandoffStore:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _history_generations(self) -> list[tuple[int, Path]]:
-        """The generation files in ``history/``, newest first."""
+    def _history_generations(self) -> list[tuple[int, str]]:
+        """The generation files in ``history/`` as (generation, file name), newest first."""
         try:
             names = os.listdir(self.history_dir)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        found = []
-        for name in names:
-            match = _GENERATION_FILE.match(name)
-            if match:
-                found.append((int(match.group(1)), self.history_dir / name))
+        # plain string work: this runs on every save, and Path objects cost more than the listdir
+        found = [(int(name[:-5]), name) for name in names if _GENERATION_FILE.match(name)]
         found.sort(reverse=True)
         return found
 
-    def _head(self, listing: list[tuple[int, Path]]) -> _Head:
+    def _head(self, listing: list[tuple[int, str]]) -> _Head:
         """Work out the generation and parent the next save chains from (call under the lock).
 
         The head this store wrote last is reused while the primary is the same file (inode,
@@ -370,7 +367,8 @@ class HandoffStore:
             state = "bad"
             problems.append(f"{self.primary.name}: {exc.reason}")
             highest = max(highest, self._generation_guess())
-        for generation, path in history:
+        for generation, name in history:
+            path = self.history_dir / name
             if primary is not None and generation <= primary.generation:
                 break
             try:
@@ -433,7 +431,8 @@ class HandoffStore:
             pass
         except HandoffError as exc:
             entries.append(HistoryEntry(None, self.primary, True, None, None, exc.reason))
-        for generation, path in self._history_generations():
+        for generation, name in self._history_generations():
+            path = self.history_dir / name
             try:
                 handoff = load(path, follow_symlinks=False)
             except HandoffError as exc:
