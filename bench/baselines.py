@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-__all__ = ["json_and_sha256", "minimal_durable_write", "orjson_and_sha256"]
+__all__ = ["json_and_sha256", "minimal_durable_write", "orjson_and_sha256", "two_copy_durable_write"]
 
 
 def minimal_durable_write(path: Path, data: bytes) -> None:
@@ -33,6 +33,19 @@ def minimal_durable_write(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def two_copy_durable_write(history: Path, generation: int, target: Path, data: bytes) -> None:
+    """The disk floor of the store's protocol: a durable new file in *history*, then a durable replace of *target*.
+
+    Two minimal durable writes, the same bytes each: what any save that keeps a separate,
+    durable history copy of every generation (as the store does) cannot go below.
+    """
+    minimal_durable_write(history / f"{generation:08d}.json", data)
+    minimal_durable_write(target, data)
+    old = history / f"{generation - 10:08d}.json"  # keep ten, as the store does by default
+    if old.exists():
+        old.unlink()
 
 
 def orjson_and_sha256(path: Path) -> str:
