@@ -6,6 +6,7 @@ from handoff_files.errors import (
     ChecksumMismatchError,
     HandoffError,
     HandoffLockedError,
+    HandoffMigrationError,
     HandoffNotFoundError,
     HandoffParseError,
     HandoffTooLargeError,
@@ -31,7 +32,7 @@ from handoff_files.model import (
     State,
     Warning,
 )
-from handoff_files.store import HandoffStore, HistoryEntry, Restored, SaveReceipt
+from handoff_files.store import HandoffStore, HistoryEntry, MigrationReport, Restored, SaveReceipt
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ __all__ = [
     "HandoffContent",
     "HandoffError",
     "HandoffLockedError",
+    "HandoffMigrationError",
     "HandoffNotFoundError",
     "HandoffParseError",
     "HandoffStore",
@@ -54,6 +56,7 @@ __all__ = [
     "InvalidNameError",
     "Lineage",
     "Message",
+    "MigrationReport",
     "NoHandoffError",
     "Priority",
     "Restored",

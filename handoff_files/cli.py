@@ -14,8 +14,8 @@ from handoff_files.atomic import read_bytes
 from handoff_files.codec import MAX_FILE_BYTES, parse
 from handoff_files.errors import HandoffError
 from handoff_files.loader import load
-from handoff_files.render import briefing, history_table, to_json
-from handoff_files.store import HandoffStore, SaveReceipt, open_handoff, primary_of, thread_of
+from handoff_files.render import briefing, history_table, migration_report, seal_text, to_json
+from handoff_files.store import HandoffStore, SaveReceipt, migrate_path, open_handoff, primary_of, thread_of
 
 __all__ = ["main"]
 
@@ -47,7 +47,7 @@ def cmd_save(args: argparse.Namespace) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> str:
-    restored = open_handoff(args.path)
+    restored = open_handoff(args.path, assume_version=args.assume_version)
     if args.json:
         return to_json(
             {
@@ -64,12 +64,12 @@ def cmd_validate(args: argparse.Namespace) -> str:
     results: list[dict[str, Any]] = []
     for path in args.paths:
         try:
-            handoff = load(primary_of(path))
+            handoff = load(primary_of(path), assume_version=args.assume_version)
         except HandoffError as exc:
             results.append({"path": path, "ok": False, "error": exc.reason})
             print(str(exc), file=sys.stderr)
         else:
-            results.append({"path": path, "ok": True, "generation": handoff.generation, "seal": str(handoff.seal)})
+            results.append({"path": path, "ok": True, "generation": handoff.generation, "seal": seal_text(handoff)})
     args.failed = any(not r["ok"] for r in results)
     if args.json:
         return to_json(results)
@@ -78,6 +78,21 @@ def cmd_validate(args: argparse.Namespace) -> str:
 
 def cmd_seal(args: argparse.Namespace) -> str:
     return _receipt(thread_of(args.path).seal(), args, "sealed")
+
+
+def cmd_migrate(args: argparse.Namespace) -> str:
+    report = migrate_path(args.path, dry_run=args.dry_run, assume_version=args.assume_version)
+    if args.json:
+        return to_json(
+            {
+                "source": str(report.source),
+                "original_version": report.original_version,
+                "dry_run": report.dry_run,
+                "notes": list(report.notes),
+                "receipt": None if report.receipt is None else dataclasses.asdict(report.receipt),
+            }
+        )
+    return migration_report(report)
 
 
 def cmd_history(args: argparse.Namespace) -> str:
@@ -113,12 +128,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("show", cmd_show, "show a handoff for a person taking over: narrative, warnings, priorities, state")
     p.add_argument("path", help="thread directory (restored) or handoff file (loaded)")
+    p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
 
     p = add("validate", cmd_validate, "verify handoff files; exit 1 if any fails, one line per bad file on stderr")
     p.add_argument("paths", nargs="+", metavar="PATH", help="handoff files or thread directories")
+    p.add_argument("--assume-version", metavar="V", help="the version of files that do not say")
 
     p = add("seal", cmd_seal, "accept a person's edit of the primary as the next sealed generation")
     p.add_argument("path", help="thread directory or its primary file")
+
+    p = add("migrate", cmd_migrate, "rewrite an older (0.8 or 1.0) handoff as the next sealed 2.0 generation")
+    p.add_argument("path", help="thread directory (its primary) or the older file inside it")
+    p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
+    p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
 
     p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")

@@ -13,6 +13,7 @@ __all__ = [
     "ChecksumMismatchError",
     "HandoffError",
     "HandoffLockedError",
+    "HandoffMigrationError",
     "HandoffNotFoundError",
     "HandoffParseError",
     "HandoffTooLargeError",
@@ -100,6 +101,10 @@ class UnsealedEditError(SealError):
 
 class UnsupportedVersionError(HandoffError):
     """The document's ``schema_version`` is missing, of the wrong type, or not one this library reads."""
+
+
+class HandoffMigrationError(HandoffError):
+    """An older document could not be migrated to the current version."""
 
 
 class HandoffLockedError(HandoffError):

@@ -14,48 +14,57 @@ from handoff_files.atomic import read_bytes
 from handoff_files.codec import MAX_FILE_BYTES, parse
 from handoff_files.errors import (
     ChecksumMismatchError,
+    HandoffMigrationError,
     HandoffValidationError,
     UnsealedEditError,
-    UnsupportedVersionError,
 )
 from handoff_files.model import PARSED, SCHEMA_VERSION, Handoff
+from handoff_files.versions import LEGACY_VERSIONS, check_version, migrate_document, verify_legacy_checksum
 
-__all__ = ["EDIT_SLACK_SECONDS", "KNOWN_VERSIONS", "decode", "load"]
-
-#: Versions this library reads, oldest first.
-KNOWN_VERSIONS: Final = (SCHEMA_VERSION,)
+__all__ = ["EDIT_SLACK_SECONDS", "decode", "load"]
 
 #: A file rewritten more than this long after its ``created_at`` was edited after sealing; a
 #: seal mismatch in a file nobody rewrote is corruption (bit rot changes bytes, not mtimes).
 EDIT_SLACK_SECONDS: Final = 2.0
 
 
-def load(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> Handoff:
-    """Load one handoff file: parse strictly, check the version, validate, verify the seal.
+def load(path: str | os.PathLike[str], *, assume_version: str | None = None, follow_symlinks: bool = True) -> Handoff:
+    """Load one handoff file: parse strictly, check the version, verify, migrate, validate.
 
+    A 0.8 or 1.0 file has its checksum over ``state`` verified, then is migrated to 2.0 in
+    memory; the result is unsealed (``seal`` is None) and records ``lineage.migrated_from``.
     Never writes, never returns partial data.
 
     :param path: a ``.json`` or ``.yaml`` handoff (the format is told by content, not name).
+    :param assume_version: the version of a file that does not say, as a person states it.
     :returns: the verified handoff.
     :raises HandoffNotFoundError: no such file.
     :raises HandoffParseError: not strict JSON / safe YAML, or too large, deep or malformed.
     :raises UnsupportedVersionError: no ``schema_version``, a non-string one, or an unknown one.
     :raises HandoffValidationError: the document does not match the schema.
     :raises UnsealedEditError: valid, but edited after sealing (carries the parsed handoff).
-    :raises ChecksumMismatchError: the content does not match its seal and nobody rewrote the file.
+    :raises ChecksumMismatchError: the content does not match its seal (or, for 0.8/1.0, its
+        checksum) and nobody rewrote the file.
+    :raises HandoffMigrationError: an older document could not be migrated.
     """
     target = Path(path)
     data, st = read_bytes(target, MAX_FILE_BYTES, follow_symlinks=follow_symlinks)
-    return decode(data, target, mtime=st.st_mtime)
+    return decode(data, target, mtime=st.st_mtime, assume_version=assume_version)
 
 
-def decode(data: bytes, path: str | os.PathLike[str], *, mtime: float | None = None) -> Handoff:
+def decode(
+    data: bytes, path: str | os.PathLike[str], *, mtime: float | None = None, assume_version: str | None = None
+) -> Handoff:
     """Decode and verify handoff bytes as :func:`load` does (*path* is only named in errors).
 
     :param mtime: when the bytes were last written, if known; tells an edit from corruption.
     """
     document = parse(data, path)
-    check_version(document, path)
+    if assume_version is not None and "schema_version" not in document:
+        document = {"schema_version": assume_version, **document}
+    version = check_version(document, path)
+    if version in LEGACY_VERSIONS:
+        return _migrated(document, path)
     sealed = _seal_matches(document)
     try:
         handoff = Handoff.model_validate(document, context={PARSED: True})
@@ -84,38 +93,15 @@ def decode(data: bytes, path: str | os.PathLike[str], *, mtime: float | None = N
     raise ChecksumMismatchError(path, msg)
 
 
-def check_version(document: dict[str, Any], path: str | os.PathLike[str]) -> str:
-    """Return the document's ``schema_version`` if this library reads it.
-
-    :raises UnsupportedVersionError: missing, not a string, or unknown (older or newer).
-    """
-    if "schema_version" not in document:
-        msg = f"no schema_version: refusing to guess the format (this library reads {', '.join(KNOWN_VERSIONS)})"
-        raise UnsupportedVersionError(path, msg)
-    version = document["schema_version"]
-    if not isinstance(version, str):
-        msg = f"schema_version must be a string such as {SCHEMA_VERSION!r}, found {version!r}"
-        raise UnsupportedVersionError(path, msg)
-    if version in KNOWN_VERSIONS:
-        return version
-    if _newer(version, KNOWN_VERSIONS[-1]):
-        msg = (
-            f"schema_version {version!r} is newer than {KNOWN_VERSIONS[-1]!r}, the newest this library reads; "
-            "upgrade handoff-files"
-        )
-    else:
-        msg = f"schema_version {version!r} is not one this library reads ({', '.join(KNOWN_VERSIONS)})"
-    raise UnsupportedVersionError(path, msg)
-
-
-def _newer(version: str, than: str) -> bool:
-    def key(text: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in text.split("."))
-
+def _migrated(document: dict[str, Any], path: str | os.PathLike[str]) -> Handoff:
+    """Verify an older document's own checksum, migrate it in memory, validate the result."""
+    verify_legacy_checksum(document, path)
+    migrated = migrate_document(document, path)
     try:
-        return key(version) > key(than)
-    except ValueError:
-        return False
+        return Handoff.model_validate(migrated, context={PARSED: True})
+    except pydantic.ValidationError as exc:
+        msg = f"{document['schema_version']} handoff does not migrate to a valid {SCHEMA_VERSION} one: {describe(exc)}"
+        raise HandoffMigrationError(path, msg) from exc
 
 
 def _seal_matches(document: dict[str, Any]) -> bool | None:

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from handoff_files.model import Handoff
-from handoff_files.store import HistoryEntry, Restored
+from handoff_files.store import HistoryEntry, MigrationReport, Restored
 
-__all__ = ["briefing", "history_table", "to_json"]
+__all__ = ["briefing", "history_table", "migration_report", "seal_text", "to_json"]
 
 _WIDTH = 88
 
@@ -26,7 +26,8 @@ def briefing(restored: Restored) -> str:
     """Render a handoff for a person taking over a shift: story, dangers, next steps, facts, reasons."""
     h = restored.handoff
     out = [
-        f"{h.agent_id} / {h.thread_id}, generation {h.generation}, sealed {h.created_at:%Y-%m-%d %H:%M:%S %Z}",
+        f"{h.agent_id} / {h.thread_id}, generation {h.generation}, sealed {h.created_at:%Y-%m-%d %H:%M:%S %Z}"
+        f" ({seal_text(h)})",
         f"from: {restored.source} ({restored.path})",
     ]
     out += [f"note: {problem}" for problem in restored.problems]
@@ -86,6 +87,39 @@ def history_table(entries: Iterable[HistoryEntry]) -> str:
         else:
             lines.append(f"{number:>6}{mark} {where:<24} {e.created_at:%Y-%m-%d %H:%M:%S}  {e.checksum}")
     return "\n".join(lines) + ("\n" if lines else "(no generations)\n")
+
+
+def seal_text(handoff: Handoff) -> str:
+    """The seal as ``algorithm:digest``, or what verified an older, migrated file instead."""
+    if handoff.seal is not None:
+        return str(handoff.seal)
+    migrated = handoff.lineage.migrated_from
+    version = migrated.schema_version if migrated is not None else "an older version"
+    return f"{version} checksum over state; migrated in memory"
+
+
+def migration_report(report: MigrationReport) -> str:
+    """Render what a migration did, or would do on a dry run, with every assumption it made."""
+    if report.handoff is None:
+        return f"{report.source} is already {report.original_version}: nothing to do\n"
+    if report.receipt is None:
+        head = f"{report.source}: {report.original_version} → 2.0 (dry run, nothing written)"
+    else:
+        head = (
+            f"{report.source}: {report.original_version} → 2.0, sealed as generation {report.receipt.generation} "
+            f"in {report.receipt.path} ({report.receipt.checksum})"
+        )
+    lines = [head, "assumptions the migration made:"]
+    lines += [f"  - {note}" for note in report.notes]
+    if report.receipt is not None:
+        lines += [f"note: {problem}" for problem in report.receipt.problems]
+    h = report.handoff
+    lines.append(
+        f"carried over: narrative ({len(h.narrative)} chars), {len(h.decisions)} decisions, "
+        f"{len(h.priorities)} priorities, {len(h.warnings)} warnings, "
+        f"{len(h.state.active_tasks) + len(h.state.blocked_tasks) + len(h.state.completed_tasks)} tasks"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def to_json(value: Any) -> str:

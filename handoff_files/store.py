@@ -23,7 +23,7 @@ from handoff_files.errors import (
     NoHandoffError,
     UnsealedEditError,
 )
-from handoff_files.loader import describe, load
+from handoff_files.loader import decode, describe, load
 from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, WriterLock, try_writer_lock
 from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
@@ -33,8 +33,10 @@ __all__ = [
     "HISTORY_DIR",
     "HandoffStore",
     "HistoryEntry",
+    "MigrationReport",
     "Restored",
     "SaveReceipt",
+    "migrate_path",
     "open_handoff",
     "primary_of",
     "thread_of",
@@ -83,6 +85,22 @@ class Restored:
 
 
 @dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What :meth:`HandoffStore.migrate` did (or, with ``dry_run``, would do).
+
+    ``handoff`` is the migrated content (None when the file was already current); ``receipt``
+    the new generation (None on a dry run or when nothing was to be done).
+    """
+
+    source: Path
+    original_version: str
+    handoff: Handoff | None
+    notes: tuple[str, ...]
+    receipt: SaveReceipt | None
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryEntry:
     """One file in a thread: a generation in ``history/`` or the primary, verified or not."""
 
@@ -100,7 +118,7 @@ class _Scan:
 
     newest: Restored | None
     highest: int  # highest generation number seen anywhere, verified or not
-    primary: Literal["ok", "missing", "bad"]
+    primary: Literal["ok", "missing", "bad", "legacy"]
     problems: tuple[str, ...] = ()
 
 
@@ -112,7 +130,7 @@ class _Head:
     parent: str | None  # seal of the newest verified generation
     agent_id: str | None
     thread_id: str | None
-    primary: Literal["ok", "missing", "bad"]
+    primary: Literal["ok", "missing", "bad", "legacy"]
 
 
 class HandoffStore:
@@ -243,6 +261,9 @@ class HandoffStore:
                 if exc.handoff is None:  # the loader always attaches it; refuse rather than guess
                     raise
                 return self._save_locked(_dump(exc.handoff.content()), head, listing)
+            if current.seal is None:
+                msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed 2.0 generation"
+                raise HandoffError(self.primary, msg)
             return SaveReceipt(
                 current.generation,
                 str(current.seal),
@@ -251,13 +272,64 @@ class HandoffStore:
                 ("already sealed: nothing to do",),
             )
 
-    def _save_locked(self, layers: dict[str, Any], head: _Head, listing: list[tuple[int, str]]) -> SaveReceipt:
+    def migrate(
+        self,
+        source: str | os.PathLike[str] | None = None,
+        *,
+        dry_run: bool = False,
+        assume_version: str | None = None,
+    ) -> MigrationReport:
+        """Rewrite an older handoff as the thread's next sealed 2.0 generation.
+
+        Rewrites files (unless *dry_run*): the original bytes are kept in ``history/`` as
+        ``legacy-…``, then the migrated content is saved as a save would, with
+        ``lineage.migrated_from``. A file that is already 2.0 is left alone.
+
+        :param source: the older file (default: the primary).
+        :param assume_version: the version of a file that does not say (see :func:`load`).
+        :raises HandoffError: as :func:`load` does for the source, or as :meth:`save` does.
+        """
+        path = Path(source) if source is not None else self.primary
+        data, st = read_bytes(path, MAX_FILE_BYTES)
+        handoff = decode(data, path, mtime=st.st_mtime, assume_version=assume_version)
+        migrated = handoff.lineage.migrated_from
+        if handoff.seal is not None or migrated is None:
+            return MigrationReport(path, SCHEMA_VERSION, None, (), None, dry_run)
+        lineage = handoff.lineage.model_dump(mode="json")
+        if dry_run:
+            return MigrationReport(path, migrated.schema_version, handoff, tuple(migrated.notes), None, dry_run)
+        layers = _dump(handoff.content())
+        self.init()
+        with self._lock.held():
+            listing = self._history_generations()
+            head = self._head(listing)
+            if path.resolve() != self.primary.resolve():
+                # the primary keeps its own bytes (a save keeps a bad or older primary); keep the source's
+                kept = self.history_dir / f"legacy-{migrated.schema_version}-{path.name}"
+                write_durable(kept, data)
+            generation = max(head.generation, handoff.generation) + 1
+            lineage["migrated_from"]["notes"].append(
+                f"sealed by `handoff migrate` as generation {generation} of thread "
+                f"{self._thread_id or head.thread_id or self.path.name!r}, which gives it its agent and thread ids"
+            )
+            receipt = self._save_locked(layers, head, listing, lineage=lineage, after=handoff.generation)
+        return MigrationReport(path, migrated.schema_version, handoff, tuple(migrated.notes), receipt, dry_run)
+
+    def _save_locked(
+        self,
+        layers: dict[str, Any],
+        head: _Head,
+        listing: list[tuple[int, str]],
+        *,
+        lineage: dict[str, Any] | None = None,
+        after: int = 0,
+    ) -> SaveReceipt:
         if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
             msg = (
                 f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
             )
             raise HandoffValidationError(self.path, msg)
-        generation = head.generation + 1
+        generation = max(head.generation, after) + 1
         created_at = dt.datetime.now(dt.UTC)
         document = {
             "schema_version": SCHEMA_VERSION,
@@ -266,7 +338,7 @@ class HandoffStore:
             "generation": generation,
             "created_at": created_at.isoformat(timespec="microseconds").replace("+00:00", "Z"),
             "parent": head.parent,
-            "lineage": {"adopted_from": None, "migrated_from": None},
+            "lineage": lineage or {"adopted_from": None, "migrated_from": None},
             **layers,
         }
         try:
@@ -277,15 +349,18 @@ class HandoffStore:
         document["seal"] = {"algorithm": self.algorithm, "digest": checksum}
         data = render({key: document[key] for key in _ORDER if key in document}, self.format)
         problems: list[str] = []
-        if head.primary == "bad":
-            # a primary that does not verify is a person's edit or damage: keep it, never overwrite it unseen
-            kept = self.history_dir / f"displaced-{created_at:%Y%m%dT%H%M%S%fZ}{_EXTENSIONS[self.format]}"
+        if head.primary in ("bad", "legacy"):
+            # a primary that does not verify (a person's edit, or damage) or is an older version:
+            # keep its bytes, never overwrite them unseen
+            prefix = "displaced" if head.primary == "bad" else "legacy"
+            kept = self.history_dir / f"{prefix}-{created_at:%Y%m%dT%H%M%S%fZ}{_EXTENSIONS[self.format]}"
             try:
                 os.link(self.primary, kept)
             except OSError as exc:
-                msg = f"cannot keep the unverified primary before replacing it: {exc.strerror or exc}"
+                msg = f"cannot keep the replaced primary before replacing it: {exc.strerror or exc}"
                 raise HandoffWriteError(self.primary, msg) from exc
-            problems.append(f"the primary did not verify; kept it as {HISTORY_DIR}/{kept.name}")
+            why = "did not verify" if head.primary == "bad" else "was an older version"
+            problems.append(f"the primary {why}; kept it as {HISTORY_DIR}/{kept.name}")
         # history first: once its copy is durable the generation exists (restore takes the newest
         # verified generation of primary and history); a separate copy, not a hard link, so a
         # person editing the primary in place can never alter the sealed generation
@@ -343,6 +418,8 @@ class HandoffStore:
         if scan.newest is None:
             return _Head(scan.highest, None, None, None, scan.primary)
         handoff = scan.newest.handoff
+        if handoff.seal is None:  # an older version, migrated in memory: no 2.0 seal to chain to, no ids of its own
+            return _Head(scan.highest, None, None, None, scan.primary)
         return _Head(scan.highest, str(handoff.seal), handoff.agent_id, handoff.thread_id, scan.primary)
 
     def _scan(self) -> _Scan:
@@ -351,10 +428,10 @@ class HandoffStore:
         history = self._history_generations()
         highest = history[0][0] if history else 0
         primary: Restored | None = None
-        state: Literal["ok", "missing", "bad"] = "missing"
+        state: Literal["ok", "missing", "bad", "legacy"] = "missing"
         try:
             primary = Restored(load(self.primary, follow_symlinks=False), "primary", self.primary)
-            state = "ok"
+            state = "ok" if primary.handoff.seal is not None else "legacy"
             highest = max(highest, primary.generation)
         except HandoffNotFoundError:
             problems.append(f"{self.primary.name} is missing")
@@ -388,6 +465,13 @@ class HandoffStore:
                 problems.append(f"restored generation {generation}; generations up to {highest} are lost")
             return _Scan(Restored(handoff, "history", path, tuple(problems)), highest, state)
         if primary is not None:
+            migrated = primary.handoff.lineage.migrated_from
+            if primary.handoff.seal is None and migrated is not None:
+                note = (
+                    f"{self.primary.name} is a {migrated.schema_version} handoff, migrated in memory; "
+                    "`handoff migrate` rewrites it as a sealed 2.0 generation"
+                )
+                primary = Restored(primary.handoff, "primary", primary.path, (*problems, note))
             return _Scan(primary, highest, state)
         return _Scan(None, highest, state, tuple(problems))
 
@@ -494,7 +578,7 @@ def thread_of(path: str | os.PathLike[str]) -> HandoffStore:
     return store
 
 
-def open_handoff(path: str | os.PathLike[str]) -> Restored:
+def open_handoff(path: str | os.PathLike[str], *, assume_version: str | None = None) -> Restored:
     """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
 
     :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do.
@@ -505,10 +589,26 @@ def open_handoff(path: str | os.PathLike[str]) -> Restored:
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)
-    return Restored(load(target), "file", target)
+    return Restored(load(target, assume_version=assume_version), "file", target)
 
 
 def primary_of(path: str | os.PathLike[str]) -> Path:
     """Return the file to verify for *path*: a thread directory's primary, or *path* itself."""
     target = Path(path)
     return HandoffStore(target).primary if target.is_dir() else target
+
+
+def migrate_path(
+    path: str | os.PathLike[str], *, dry_run: bool = False, assume_version: str | None = None
+) -> MigrationReport:
+    """Migrate *path*: a thread directory's primary, or an older file whose folder is the thread.
+
+    Rewrites files unless *dry_run* (see :meth:`HandoffStore.migrate`).
+    """
+    target = Path(path)
+    if target.is_dir():
+        return HandoffStore(target).migrate(dry_run=dry_run, assume_version=assume_version)
+    if not target.exists():
+        msg = "no such file or thread directory"
+        raise HandoffNotFoundError(target, msg)
+    return HandoffStore(target.parent).migrate(target, dry_run=dry_run, assume_version=assume_version)
