@@ -100,7 +100,9 @@ def _decisions(decisions: list[Any], notes: list[str]) -> list[Any]:
             continue
         extra = {key: decision[key] for key in decision if key not in _DECISION_FIELDS}
         if extra:
-            notes.append(f"decision {i} had fields 2.0 does not keep: {json.dumps(extra, sort_keys=True)}")
+            notes.append(
+                f"decision {i} had fields 2.0 does not keep: {json.dumps(extra, sort_keys=True, ensure_ascii=False)}"
+            )
         result.append({key: decision[key] for key in decision if key in _DECISION_FIELDS})
     return result
 
@@ -120,7 +122,9 @@ def _priorities(priorities: list[Any], notes: list[str]) -> list[Any]:
             urgency = "primary"
         extra = {key: priority[key] for key in priority if key not in ("task", "urgency")}
         if extra:
-            notes.append(f"priority {i} had fields 2.0 does not keep: {json.dumps(extra, sort_keys=True)}")
+            notes.append(
+                f"priority {i} had fields 2.0 does not keep: {json.dumps(extra, sort_keys=True, ensure_ascii=False)}"
+            )
         result.append({"task": priority.get("task"), "urgency": urgency})
     return result
 

@@ -1,0 +1,287 @@
+"""Versions: 0.8 and 1.0 migrate to 2.0 faithfully, their checksums are checked, unknown versions are refused."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from handoff_files import (
+    ChecksumMismatchError,
+    Handoff,
+    HandoffStore,
+    UnsupportedVersionError,
+    load,
+)
+from handoff_files.cli import main
+from handoff_files.model import PARSED
+from handoff_files.versions import legacy_checksum, migrate_document, steps
+
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=30)
+_naive = st.datetimes().map(lambda d: d.replace(microsecond=d.microsecond).isoformat())
+_urgency = st.sampled_from(["first", "primary", "after_primary", "if_time_permits", "high", "soon"])
+
+legacy_states = st.fixed_dictionaries(
+    {},
+    optional={
+        "session_id": st.integers(min_value=0, max_value=10_000),
+        "timestamp": _naive,
+        "active_tasks": st.lists(_text, max_size=3),
+        "completed_tasks": st.lists(_text, max_size=3),
+        "blocked_tasks": st.lists(_text, max_size=3),
+        "environment": st.dictionaries(_text, _text | st.integers() | st.booleans(), max_size=3),
+        "error_count": st.integers(min_value=0, max_value=1000),
+        "energy_level": st.floats(min_value=0, max_value=1),
+        "mood": _text,
+        "last_file": _text,
+    },
+)
+v1_documents = st.fixed_dictionaries(
+    {
+        "schema_version": st.just("1.0"),
+        "session_id": st.integers(min_value=0, max_value=10_000),
+        "created_at": _naive,
+        "state": legacy_states,
+        "narrative": st.text(max_size=60),
+        "decisions": st.lists(
+            st.fixed_dictionaries(
+                {"decision": _text, "reason": _text},
+                optional={
+                    "alternatives_considered": st.lists(_text, max_size=2),
+                    "reversible": st.booleans(),
+                    "status": st.sampled_from(["decided", "deferred", "reversed"]),
+                    "owner": _text,
+                },
+            ),
+            max_size=3,
+        ),
+        "priorities": st.lists(st.fixed_dictionaries({"task": _text, "urgency": _urgency}), max_size=3),
+        "warnings": st.lists(_text, max_size=3),
+    }
+)
+v08_documents = st.fixed_dictionaries(
+    {
+        "schema_version": st.just("0.8"),
+        "session": st.integers(min_value=0, max_value=10_000),
+        "timestamp": _naive,
+        "state": legacy_states,
+        "summary": st.text(max_size=60),
+        "decisions": st.lists(_text, max_size=3),
+        "todo": st.lists(_text, max_size=4),
+        "warnings": st.lists(_text, max_size=3),
+    }
+)
+
+
+def sealed_legacy(document: dict[str, Any]) -> dict[str, Any]:
+    return {**document, "checksum": legacy_checksum(document["state"])}
+
+
+def write_legacy(path: Path, document: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")  # as those writers wrote them
+    return path
+
+
+def everything_landed(old: dict[str, Any], new: Handoff) -> None:
+    """Every field of the old document is in the new one, or named in the migration notes."""
+    assert new.lineage.migrated_from is not None
+    notes = " ".join(new.lineage.migrated_from.notes)
+    dumped = json.dumps(new.model_dump(mode="json"), ensure_ascii=False)
+    for key, value in old["state"].items():
+        if key in {"timestamp", "environment"}:
+            continue
+        assert key in new.state.model_fields_set or key in new.state.data or key in notes, key
+        assert json.dumps(value, ensure_ascii=False)[1:-1] in dumped or key in notes
+    for key, value in old["state"].get("environment", {}).items():
+        assert new.state.environment[key] == (value if isinstance(value, str) else json.dumps(value))
+    if "timestamp" in old["state"]:
+        assert new.state.timestamp is not None
+        assert new.state.timestamp.replace(tzinfo=None).isoformat() == old["state"]["timestamp"]
+        assert "state.timestamp" in notes
+    assert [w.text for w in new.warnings] == old["warnings"]
+    assert new.created_at.utcoffset() is not None
+    assert "covered only state" in notes
+    assert new.lineage.migrated_from.checksum == f"sha256-16:{old['checksum']}"
+
+
+@given(v1_documents)
+def test_any_1_0_document_migrates_to_a_valid_2_0_one_keeping_every_field(document: dict[str, Any]) -> None:
+    old = sealed_legacy(document)
+    frozen = copy.deepcopy(old)
+    first = migrate_document(old, "<test>")
+    assert old == frozen, "a migration step mutated its input"
+    assert migrate_document(old, "<test>") == first, "migration is not deterministic"
+    new = Handoff.model_validate(first, context={PARSED: True})
+    everything_landed(old, new)
+    assert new.narrative == old["narrative"]
+    assert [d.decision for d in new.decisions] == [d["decision"] for d in old["decisions"]]
+    assert [p.task for p in new.priorities] == [p["task"] for p in old["priorities"]]
+    notes = " ".join(new.lineage.migrated_from.notes)  # type: ignore[union-attr]
+    for i, priority in enumerate(old["priorities"], 1):
+        if priority["urgency"] not in ("first", "primary", "after_primary", "if_time_permits"):
+            assert f"priority {i} had urgency" in notes
+    for i, decision in enumerate(old["decisions"], 1):
+        if "owner" in decision:
+            assert f"decision {i} had fields" in notes
+            assert json.dumps(decision["owner"], ensure_ascii=False) in notes
+
+
+@given(v08_documents)
+def test_any_0_8_document_migrates_to_a_valid_2_0_one_keeping_every_field(document: dict[str, Any]) -> None:
+    old = sealed_legacy(document)
+    frozen = copy.deepcopy(old)
+    migrated = migrate_document(old, "<test>")
+    assert old == frozen
+    assert migrate_document(old, "<test>") == migrated
+    new = Handoff.model_validate(migrated, context={PARSED: True})
+    everything_landed(old, new)
+    assert new.narrative == old["summary"]
+    assert [d.decision for d in new.decisions] == old["decisions"]
+    assert all(d.status == "decided" for d in new.decisions)
+    assert [p.task for p in new.priorities] == old["todo"]
+    notes = " ".join(new.lineage.migrated_from.notes)  # type: ignore[union-attr]
+    if old["decisions"]:
+        assert "was plain text" in notes
+    if old["todo"]:
+        assert "todo list" in notes
+
+
+def test_migrating_a_2_0_document_changes_nothing(thread_dir: Path) -> None:
+    receipt = HandoffStore(thread_dir).save({"narrative": "current"})
+    document = json.loads(receipt.path.read_text(encoding="utf-8"))
+    assert migrate_document(document, receipt.path) == document
+
+
+def test_the_steps_are_found_one_per_file_and_chain_to_2_0() -> None:
+    chain = steps()
+    assert {s: chain[s].target for s in chain} == {"0.8": "1.0", "1.0": "2.0"}
+    assert {chain[s].name for s in chain} == {"v0_8_to_v1_0", "v1_0_to_v2_0"}
+
+
+V1 = {
+    "schema_version": "1.0",
+    "session_id": 4,
+    "created_at": "2026-11-07T14:03:22.118204",
+    "state": {"session_id": 4, "active_tasks": ["port the importer"], "error_count": 0, "energy_level": 0.5},
+    "narrative": "Ported half the importer.",
+    "decisions": [{"decision": "defer timezones", "reason": "needs product input", "status": "deferred"}],
+    "priorities": [{"task": "finish the port", "urgency": "first"}],
+    "warnings": ["dates are local time"],
+}
+
+
+def test_a_1_0_file_with_tampered_state_fails_its_checksum(tmp_path: Path) -> None:
+    document = sealed_legacy(copy.deepcopy(V1))
+    document["state"]["error_count"] = 7
+    with pytest.raises(ChecksumMismatchError, match=r"does not match its 1\.0 checksum"):
+        load(write_legacy(tmp_path / "h.json", document))
+
+
+def test_a_1_0_file_with_an_edited_narrative_loads_and_says_its_seal_covered_only_state(tmp_path: Path) -> None:
+    document = sealed_legacy(copy.deepcopy(V1))
+    document["narrative"] = "Somebody rewrote this later."
+    handoff = load(write_legacy(tmp_path / "h.json", document))
+    assert handoff.narrative == "Somebody rewrote this later."
+    assert handoff.lineage.migrated_from is not None
+    assert any("covered only state" in note for note in handoff.lineage.migrated_from.notes)
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        pytest.param({"schema_version": None}, ["no schema_version", "--assume-version"], id="no-version"),
+        pytest.param({"schema_version": "1.5"}, ["'1.5'", "0.8, 1.0, 2.0"], id="unknown-version"),
+        pytest.param({"schema_version": "2.1"}, ["'2.1' is newer than '2.0'", "upgrade"], id="newer-version"),
+        pytest.param({"schema_version": 1.0}, ["must be a string", "1.0 (float)"], id="number-version"),
+    ],
+)
+def test_the_version_policy_refuses_each_case_with_its_own_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], needles: list[str]
+) -> None:
+    document = sealed_legacy(copy.deepcopy(V1))
+    document.update(change)
+    if document["schema_version"] is None:
+        del document["schema_version"]
+    path = write_legacy(tmp_path / "h.json", document)
+    with pytest.raises(UnsupportedVersionError) as info:
+        load(path)
+    for needle in needles:
+        assert needle in info.value.reason
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    for needle in needles:
+        assert needle in err
+
+
+def test_assume_version_lets_a_person_say_what_an_unversioned_file_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = sealed_legacy(copy.deepcopy(V1))
+    del document["schema_version"]
+    path = write_legacy(tmp_path / "h.json", document)
+    assert load(path, assume_version="1.0").narrative == V1["narrative"]
+    assert main(["validate", "--assume-version", "1.0", str(path)]) == 0
+    assert "1.0 checksum over state" in capsys.readouterr().out
+    assert main(["show", "--assume-version", "1.0", str(path)]) == 0
+    assert "Ported half the importer." in capsys.readouterr().out
+
+
+def test_migrate_dry_run_writes_nothing_and_migrate_seals_the_next_generation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = tmp_path / "importer"
+    thread.mkdir()
+    original = write_legacy(thread / "handoff.json", sealed_legacy(copy.deepcopy(V1)))
+    before = original.read_bytes()
+    assert main(["migrate", str(thread), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run, nothing written" in out
+    assert "created_at '2026-11-07T14:03:22.118204' had no timezone; read as UTC" in out
+    assert original.read_bytes() == before
+    assert not (thread / "history").exists()
+
+    assert main(["migrate", str(thread)]) == 0
+    assert "sealed as generation 5" in capsys.readouterr().out
+    migrated = load(original)
+    assert (migrated.schema_version, migrated.generation, migrated.thread_id) == ("2.0", 5, "importer")
+    assert migrated.seal is not None
+    assert migrated.lineage.migrated_from is not None
+    assert migrated.lineage.migrated_from.schema_version == "1.0"
+    kept = [p for p in (thread / "history").iterdir() if p.name.startswith("legacy-")]
+    assert [p.read_bytes() for p in kept] == [before], "the original bytes must be kept in history/"
+
+    assert main(["migrate", str(thread)]) == 0
+    assert "already 2.0: nothing to do" in capsys.readouterr().out
+    assert HandoffStore(thread).restore().generation == 5
+
+
+def test_restore_reads_an_older_primary_and_a_save_over_it_keeps_its_bytes(tmp_path: Path) -> None:
+    thread = tmp_path / "importer"
+    thread.mkdir()
+    original = write_legacy(thread / "handoff.json", sealed_legacy(copy.deepcopy(V1)))
+    before = original.read_bytes()
+    restored = HandoffStore(thread).restore()
+    assert (restored.source, restored.generation) == ("primary", 4)
+    assert any("migrated in memory" in p for p in restored.problems)
+    receipt = HandoffStore(thread).save(restored.handoff)
+    assert receipt.generation == 5
+    saved = load(receipt.path)
+    assert (saved.parent, saved.agent_id) == (None, "importer")
+    kept = [p for p in (thread / "history").iterdir() if p.name.startswith("legacy-")]
+    assert [p.read_bytes() for p in kept] == [before]
+
+
+def test_seal_refuses_an_older_primary_and_points_to_migrate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = tmp_path / "importer"
+    thread.mkdir()
+    write_legacy(thread / "handoff.json", sealed_legacy(copy.deepcopy(V1)))
+    assert main(["seal", str(thread)]) == 1
+    assert "handoff migrate" in capsys.readouterr().err
