@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -17,7 +17,8 @@ __all__ = ["TEMP_SUFFIX", "fsync_dir", "read_bytes", "remove_stray_temps", "stra
 
 #: Our temp files: ``.<target name>.<random>.tmp`` beside the target.
 TEMP_SUFFIX: Final = ".tmp"
-_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
+# only names write_durable makes: the primary, a history generation, a kept legacy file
+_TEMP_NAME: Final = re.compile(r"^\.(?:handoff\.(?:json|yaml)|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$")
 
 
 def fsync_dir(path: Path) -> None:
@@ -40,20 +41,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_durable(
-    path: Path,
-    data: bytes,
-    *,
-    before_replace: Callable[[], None] | None = None,
-    also_sync: Path | None = None,
-) -> None:
+def write_durable(path: Path, data: bytes) -> None:
     """Write *data* to *path* atomically and durably; return only when it is on disk.
 
-    Temp file in the same directory (mode 0600) → write every byte → fsync → *before_replace*
-    → ``os.replace`` → fsync the directory (and *also_sync*, a directory *before_replace*
-    touched). Readers see the old file or the new one, never a mix. On failure the temp file
-    is removed and the target is untouched (or, if only the final directory fsync failed,
-    replaced but not known to be durable: the error says so).
+    Temp file in the same directory (mode 0600) → write every byte → fsync → ``os.replace``
+    → fsync the directory. Readers see the old file or the new one, never a mix. On failure
+    the temp file is removed and the target is untouched (or, if only the final directory
+    fsync failed, replaced but not known to be durable: the error says so).
 
     :raises HandoffWriteError: on any OS error, naming the path and the errno.
     """
@@ -70,14 +64,10 @@ def write_durable(
             os.fsync(fd)
         finally:
             os.close(fd)
-        if before_replace is not None:
-            before_replace()
         os.replace(tmp, path)
         replaced = True
         # fsync the directory: the rename is not durable until its entry is
         fsync_dir(path.parent)
-        if also_sync is not None:
-            fsync_dir(also_sync)
     except OSError as exc:
         if not replaced:
             with contextlib.suppress(OSError):
@@ -99,6 +89,9 @@ def stray_temps(directory: Path) -> list[Path]:
         names = os.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as exc:
+        msg = f"cannot list the directory: {exc.strerror or exc}"
+        raise HandoffError(directory, msg) from exc
     return [directory / name for name in names if _TEMP_NAME.match(name)]
 
 
@@ -118,13 +111,17 @@ def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple
     :raises HandoffTooLargeError: past *limit* (checked before reading).
     :raises HandoffError: if it is not a regular file, or on another OS error.
     """
-    flags = os.O_RDONLY | (0 if follow_symlinks else os.O_NOFOLLOW)
+    # O_NONBLOCK: a FIFO in the file's place must not hang the reader before the regular-file check
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError as exc:
         msg = "no such file"
         raise HandoffNotFoundError(path, msg) from exc
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            msg = "is a symbolic link; a thread's files are never followed out of it"
+            raise HandoffError(path, msg) from exc
         msg = f"cannot open: {exc.strerror or exc}"
         raise HandoffError(path, msg) from exc
     try:

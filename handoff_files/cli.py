@@ -67,7 +67,7 @@ def cmd_validate(args: argparse.Namespace) -> str:
             handoff = load(primary_of(path), assume_version=args.assume_version)
         except HandoffError as exc:
             results.append({"path": path, "ok": False, "error": exc.reason})
-            print(str(exc), file=sys.stderr)
+            print(_one_line(str(exc)), file=sys.stderr)
         else:
             results.append({"path": path, "ok": True, "generation": handoff.generation, "seal": seal_text(handoff)})
     args.failed = any(not r["ok"] for r in results)
@@ -147,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    """Errors are one line on stderr: a newline in a key or value named in the message is escaped."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 handoff error, 2 usage)."""
     args = build_parser().parse_args(argv)
@@ -154,7 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         output = args.func(args)
     except HandoffError as exc:
-        print(f"handoff: {exc}", file=sys.stderr)
+        print(f"handoff: {_one_line(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # the library wraps what it meets; this is the net under a path it never got to
+        print(f"handoff: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     sys.stdout.write(output)
     return EXIT_ERROR if args.failed else EXIT_OK

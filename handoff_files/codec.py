@@ -25,10 +25,12 @@ MAX_FILE_BYTES: Final = 16 * 1024 * 1024
 #: Anchors a YAML file may reuse: enough for a person's shorthand, too few for a "billion laughs".
 MAX_YAML_ALIASES: Final = 64
 
+_RENDERED: Final = "<rendered>"  # the "path" named when our own rendering fails its check
+
 # far below the depth at which libyaml-based parsing overflowed the stack here (~20,000)
 _C_PARSER_SAFE_DEPTH: Final = 4_096
 
-_FIRST_CHAR = re.compile(rb"[ \t\r\n]*(.)", re.DOTALL)
+_FIRST_CHAR: Final = re.compile(rb"[ \t\r\n]*(.)", re.DOTALL)
 # in orjson's 2-space rendering every newline is structural and indentation is 2 x depth
 _TOO_DEEP_LINE: Final = b"\n" + b" " * (2 * (MAX_DEPTH + 1))
 
@@ -78,7 +80,11 @@ def _parse_json(data: bytes, path: str | os.PathLike[str]) -> Any:
         _parse_json_strict(data, path)
         msg = f"invalid JSON: {exc}"
         raise HandoffParseError(path, msg) from exc
-    rendered = orjson.dumps(document, option=orjson.OPT_INDENT_2)
+    try:
+        rendered = orjson.dumps(document, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:
+        # orjson writes less depth than it reads (254 vs 1024 levels): the strict road says why
+        return _parse_json_strict(data, path)
     if data in (rendered, rendered + b"\n"):
         # byte-identical to its own rendering: no duplicate keys were dropped and no big
         # integer was rounded to a float, so only the depth is left to check
@@ -170,9 +176,16 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
     """Walk a parsed tree: bound depth, aliases and integers; turn YAML timestamps into strings."""
     seen: set[int] = set()
     aliases = 0
+    # what the tree would weigh written out: an alias to a long string counts every time it is
+    # used, so a small YAML file cannot expand into gigabytes when it is encoded and hashed
+    budget = MAX_FILE_BYTES
 
     def walk(value: Any, depth: int, where: str) -> Any:  # noqa: PLR0911, PLR0912 -- one branch per JSON type reads best
-        nonlocal aliases
+        nonlocal aliases, budget
+        budget -= len(value) + 1 if isinstance(value, str) else 1
+        if budget < 0:
+            msg = f"the document expands past {MAX_FILE_BYTES:,} bytes (YAML aliases?); write the values out"
+            raise HandoffParseError(path, msg)
         if depth > MAX_DEPTH:
             msg = f"nested deeper than {MAX_DEPTH} levels at {where}"
             raise HandoffParseError(path, msg)
@@ -246,11 +259,10 @@ def render(document: Mapping[str, Any], fmt: Format) -> bytes:
     # back; render, re-read, and fall back to ASCII escapes when the text did not survive
     for allow_unicode in (True, False):
         data = _render_yaml(plain, allow_unicode=allow_unicode)
-        if _parse_yaml(data, "<rendered>") == plain:
+        if _parse_yaml(data, _RENDERED) == plain:
             return data
     msg = "content cannot be represented faithfully in YAML; save it as JSON"
-    msg_0 = "<rendered>"
-    raise HandoffParseError(msg_0, msg)
+    raise HandoffParseError(_RENDERED, msg)
 
 
 def _render_yaml(document: dict[str, Any], *, allow_unicode: bool) -> bytes:

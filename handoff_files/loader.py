@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +27,8 @@ __all__ = ["EDIT_SLACK_SECONDS", "decode", "load"]
 #: A file rewritten more than this long after its ``created_at`` was edited after sealing; a
 #: seal mismatch in a file nobody rewrote is corruption (bit rot changes bytes, not mtimes).
 EDIT_SLACK_SECONDS: Final = 2.0
+
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def load(path: str | os.PathLike[str], *, assume_version: str | None = None, follow_symlinks: bool = True) -> Handoff:
@@ -112,8 +115,10 @@ def _seal_matches(document: dict[str, Any]) -> bool | None:
     if not isinstance(seal, dict):
         return False
     algorithm, expected = seal.get("algorithm"), seal.get("digest")
-    if not isinstance(algorithm, str) or algorithm not in sealing.ALGORITHMS or not isinstance(expected, str):
+    if not isinstance(algorithm, str) or algorithm not in sealing.ALGORITHMS:
         return False
+    if not isinstance(expected, str) or not _HEX64.fullmatch(expected):
+        return False  # compare_digest takes only ASCII: a damaged digest is simply a mismatch
     return sealing.matches(sealing.canonical(document), algorithm, expected)
 
 

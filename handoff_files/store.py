@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 import pydantic
 
 from handoff_files import seal as sealing
-from handoff_files.atomic import read_bytes, remove_stray_temps, stray_temps, write_durable
+from handoff_files.atomic import fsync_dir, read_bytes, remove_stray_temps, stray_temps, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.errors import (
     HandoffError,
@@ -25,7 +25,7 @@ from handoff_files.errors import (
 )
 from handoff_files.loader import decode, describe, load
 from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, WriterLock, try_writer_lock
-from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
+from handoff_files.model import MAX_INT, SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
 
 __all__ = [
@@ -48,8 +48,8 @@ PRIMARY_STEM: Final = "handoff"
 DEFAULT_KEEP: Final = 10
 
 _EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
-_GENERATION_FILE = re.compile(r"\d{8,}\.(?:json|yaml)\Z")
-_GENERATION_TEXT = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
+_GENERATION_FILE: Final = re.compile(r"\d{8,}\.(?:json|yaml)\Z")
+_GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
 _ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "created_at", "parent", "lineage", "seal")
 # the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
 _ORDER: Final = (*_ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
@@ -138,7 +138,7 @@ class HandoffStore:
 
     :param path: the thread directory (created on first save).
     :param format: ``"json"`` or ``"yaml"`` for the primary; default: the existing primary's, else JSON.
-    :param keep: how many earlier generations ``history/`` keeps.
+    :param keep: how many generations ``history/`` keeps, the current one included (at least 1).
     :param agent_id: default: the previous generation's, else the directory name.
     :param thread_id: default: the previous generation's, else the directory name.
     :param algorithm: the seal's digest (see :data:`handoff_files.seal.DEFAULT_ALGORITHM`).
@@ -202,7 +202,11 @@ class HandoffStore:
         return self.path / HISTORY_DIR
 
     def _choose_format(self, wanted: Format | None) -> Format:
-        existing = [fmt for fmt, ext in _EXTENSIONS.items() if (self.path / f"{PRIMARY_STEM}{ext}").exists()]
+        try:
+            existing = [fmt for fmt, ext in _EXTENSIONS.items() if (self.path / f"{PRIMARY_STEM}{ext}").exists()]
+        except OSError as exc:  # a name too long, a directory we may not search …
+            msg = f"cannot look into the thread directory: {exc.strerror or exc}"
+            raise HandoffError(self.path, msg) from exc
         if len(existing) > 1:
             msg = "holds both handoff.json and handoff.yaml; move one away so the primary is unambiguous"
             raise HandoffError(self.path, msg)
@@ -215,10 +219,20 @@ class HandoffStore:
         return existing[0] if existing else (wanted or "json")
 
     def init(self) -> None:
-        """Create the thread directory and ``history/`` (mode 0700); a no-op if they exist."""
+        """Create the thread directory and ``history/`` (mode 0700) durably; a no-op if they exist.
+
+        :raises HandoffWriteError: if they cannot be created.
+        :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
+        """
         try:
-            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.history_dir.mkdir(mode=0o700, exist_ok=True)
+            for directory in (self.path, self.history_dir):
+                if directory.is_symlink() and directory == self.history_dir:
+                    msg = "history/ is a symbolic link; a thread's files are never written outside it"
+                    raise HandoffError(directory, msg)
+                if not directory.is_dir():
+                    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    # fsync the parent: a new directory is not durable until its entry is
+                    fsync_dir(directory.parent)
         except OSError as exc:
             msg = f"cannot create the thread directory: {exc.strerror or exc}"
             raise HandoffWriteError(self.path, msg) from exc
@@ -236,7 +250,7 @@ class HandoffStore:
         :raises HandoffWriteError: if the disk refuses; the previous generation stays intact.
         """
         layers = _layers(content, self.path)
-        if not self.history_dir.is_dir():
+        if not self.history_dir.is_dir() or self.history_dir.is_symlink():
             self.init()
         with self._lock.held():
             if self._temps_left:  # a dead writer's leftovers; under the lock none can be live
@@ -330,6 +344,9 @@ class HandoffStore:
             )
             raise HandoffValidationError(self.path, msg)
         generation = max(head.generation, after) + 1
+        if generation > MAX_INT:
+            msg = f"the next generation would be {generation}, past the 64-bit limit; start a new thread"
+            raise HandoffValidationError(self.path, msg)
         created_at = dt.datetime.now(dt.UTC)
         document = {
             "schema_version": SCHEMA_VERSION,
@@ -348,6 +365,10 @@ class HandoffStore:
             raise HandoffValidationError(self.path, msg) from exc
         document["seal"] = {"algorithm": self.algorithm, "digest": checksum}
         data = render({key: document[key] for key in _ORDER if key in document}, self.format)
+        if len(data) > MAX_FILE_BYTES:
+            # never acknowledge a generation the loader would refuse to read back
+            msg = f"handoff would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; trim context or data"
+            raise HandoffValidationError(self.path, msg)
         problems: list[str] = []
         if head.primary in ("bad", "legacy"):
             # a primary that does not verify (a person's edit, or damage) or is an older version:
@@ -394,6 +415,9 @@ class HandoffStore:
             names = os.listdir(self.history_dir)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as exc:
+            msg = f"cannot list history/: {exc.strerror or exc}"
+            raise HandoffError(self.history_dir, msg) from exc
         # plain string work: this runs on every save, and Path objects cost more than the listdir
         found = [(int(name[:-5]), name) for name in names if _GENERATION_FILE.match(name)]
         found.sort(reverse=True)
@@ -486,7 +510,9 @@ class HandoffStore:
             data, _ = read_bytes(self.primary, MAX_FILE_BYTES, follow_symlinks=False)
         except HandoffError:
             return 0
-        return max((int(m.group(1)) for m in _GENERATION_TEXT.finditer(data)), default=0)
+        # only numbers a generation could be: damage can leave any digits in the bytes
+        found = (int(m.group(1)) for m in _GENERATION_TEXT.finditer(data))
+        return max((n for n in found if n < MAX_INT), default=0)
 
     def restore(self) -> Restored:
         """Return the newest verified generation: the primary, else the newest valid one in ``history/``.

@@ -162,14 +162,15 @@ def test_a_save_over_a_damaged_primary_keeps_it_and_never_reuses_a_generation(th
 def test_opening_a_store_removes_temp_files_a_crashed_writer_left(thread_dir: Path) -> None:
     store = HandoffStore(thread_dir)
     saved(store, 1)
-    strays = [thread_dir / ".handoff.json.abc123xy.tmp", thread_dir / "history" / ".00000002.json.zz99zz.tmp"]
+    strays = [thread_dir / ".handoff.json.abc123xy.tmp", thread_dir / "history" / ".00000002.json.zz99zz_0.tmp"]
     for stray in strays:
         stray.write_bytes(b"half a handoff")
-    keep = thread_dir / "notes.tmp"  # not ours: left alone
-    keep.write_bytes(b"x")
+    keeps = [thread_dir / "notes.tmp", thread_dir / ".my.notes.backup.tmp"]  # not ours: left alone
+    for keep in keeps:
+        keep.write_bytes(b"x")
     HandoffStore(thread_dir)
     assert not any(s.exists() for s in strays)
-    assert keep.exists()
+    assert all(keep.exists() for keep in keeps)
 
 
 def test_a_writer_waiting_for_the_lock_times_out_with_a_typed_error(thread_dir: Path) -> None:
