@@ -32,7 +32,8 @@ from handoff_files.model import (
     State,
     Warning,
 )
-from handoff_files.store import HandoffStore, HistoryEntry, MigrationReport, Restored, SaveReceipt
+from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
+from handoff_files.store import HandoffStore
 
 __version__ = "0.1.0"
 

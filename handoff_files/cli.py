@@ -14,8 +14,10 @@ from handoff_files.atomic import read_bytes
 from handoff_files.codec import MAX_FILE_BYTES, parse
 from handoff_files.errors import HandoffError
 from handoff_files.loader import load
+from handoff_files.locate import migrate_path, open_handoff, primary_of, thread_of
 from handoff_files.render import briefing, history_table, migration_report, seal_text, to_json
-from handoff_files.store import HandoffStore, SaveReceipt, migrate_path, open_handoff, primary_of, thread_of
+from handoff_files.results import SaveReceipt
+from handoff_files.store import HandoffStore
 
 __all__ = ["main"]
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from handoff_files.model import Handoff
-from handoff_files.store import HistoryEntry, MigrationReport, Restored
+from handoff_files.results import HistoryEntry, MigrationReport, Restored
 
 __all__ = ["briefing", "history_table", "migration_report", "seal_text", "to_json"]
 

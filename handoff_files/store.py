@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import pydantic
-
 from handoff_files import seal as sealing
 from handoff_files.atomic import fsync_dir, read_bytes, remove_stray_temps, stray_temps, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, Format, render
+from handoff_files.content import ENVELOPE, dump_layers, layers_of
 from handoff_files.errors import (
     HandoffError,
     HandoffNotFoundError,
@@ -23,24 +22,13 @@ from handoff_files.errors import (
     NoHandoffError,
     UnsealedEditError,
 )
-from handoff_files.loader import decode, describe, load
+from handoff_files.loader import decode, load
 from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, WriterLock, try_writer_lock
 from handoff_files.model import MAX_INT, SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
+from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
 
-__all__ = [
-    "DEFAULT_KEEP",
-    "HISTORY_DIR",
-    "HandoffStore",
-    "HistoryEntry",
-    "MigrationReport",
-    "Restored",
-    "SaveReceipt",
-    "migrate_path",
-    "open_handoff",
-    "primary_of",
-    "thread_of",
-]
+__all__ = ["DEFAULT_KEEP", "HISTORY_DIR", "HandoffStore"]
 
 HISTORY_DIR: Final = "history"
 PRIMARY_STEM: Final = "handoff"
@@ -50,66 +38,9 @@ DEFAULT_KEEP: Final = 10
 _EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
 _GENERATION_FILE: Final = re.compile(r"\d{8,}\.(?:json|yaml)\Z")
 _GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
-_ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "created_at", "parent", "lineage", "seal")
+
 # the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
-_ORDER: Final = (*_ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
-
-
-@dataclass(frozen=True, slots=True)
-class SaveReceipt:
-    """What a save made durable: returned only after every byte and directory entry is on disk."""
-
-    generation: int
-    checksum: str
-    path: Path
-    created_at: dt.datetime
-    problems: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Restored:
-    """A verified handoff and where it came from, with what was wrong on the way.
-
-    ``source`` is ``"primary"`` or ``"history"`` for a thread's restore, ``"file"`` for a file read directly.
-    """
-
-    handoff: Handoff
-    source: Literal["primary", "history", "file"]
-    path: Path
-    problems: tuple[str, ...] = ()
-
-    @property
-    def generation(self) -> int:
-        """The restored generation."""
-        return self.handoff.generation
-
-
-@dataclass(frozen=True, slots=True)
-class MigrationReport:
-    """What :meth:`HandoffStore.migrate` did (or, with ``dry_run``, would do).
-
-    ``handoff`` is the migrated content (None when the file was already current); ``receipt``
-    the new generation (None on a dry run or when nothing was to be done).
-    """
-
-    source: Path
-    original_version: str
-    handoff: Handoff | None
-    notes: tuple[str, ...]
-    receipt: SaveReceipt | None
-    dry_run: bool
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
-    """One file in a thread: a generation in ``history/`` or the primary, verified or not."""
-
-    generation: int | None
-    path: Path
-    current: bool
-    checksum: str | None
-    created_at: dt.datetime | None
-    problem: str | None
+_ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +180,7 @@ class HandoffStore:
         :raises HandoffLockedError: if another writer holds the lock past the timeout.
         :raises HandoffWriteError: if the disk refuses; the previous generation stays intact.
         """
-        layers = _layers(content, self.path)
+        layers = layers_of(content, self.path)
         if not self.history_dir.is_dir() or self.history_dir.is_symlink():
             self.init()
         with self._lock.held():
@@ -274,7 +205,7 @@ class HandoffStore:
             except UnsealedEditError as exc:
                 if exc.handoff is None:  # the loader always attaches it; refuse rather than guess
                     raise
-                return self._save_locked(_dump(exc.handoff.content()), head, listing)
+                return self._save_locked(dump_layers(exc.handoff.content()), head, listing)
             if current.seal is None:
                 msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed 2.0 generation"
                 raise HandoffError(self.primary, msg)
@@ -312,7 +243,7 @@ class HandoffStore:
         lineage = handoff.lineage.model_dump(mode="json")
         if dry_run:
             return MigrationReport(path, migrated.schema_version, handoff, tuple(migrated.notes), None, dry_run)
-        layers = _dump(handoff.content())
+        layers = dump_layers(handoff.content())
         self.init()
         with self._lock.held():
             listing = self._history_generations()
@@ -559,82 +490,3 @@ class HandoffStore:
                     )
                 )
         return entries
-
-
-def _layers(content: Handoff | HandoffContent | Mapping[str, Any], path: Path) -> dict[str, Any]:
-    """Validate the content of a save and return its layers in JSON mode."""
-    if isinstance(content, Handoff):
-        return _dump(content.content())
-    if isinstance(content, HandoffContent):
-        return _dump(content)
-    if not isinstance(content, Mapping):
-        msg = f"save() takes a Handoff or a mapping of the five layers, not {type(content).__name__}"
-        raise HandoffValidationError(path, msg)
-    envelope = sorted(set(content) & set(_ENVELOPE))
-    if envelope:
-        msg = f"content holds envelope fields {', '.join(envelope)}: the store fills those; pass only the layers"
-        raise HandoffValidationError(path, msg)
-    try:
-        model = HandoffContent.model_validate(dict(content))
-    except pydantic.ValidationError as exc:
-        msg = f"not valid handoff content: {describe(exc)}"
-        raise HandoffValidationError(path, msg) from exc
-    return _dump(model)
-
-
-def _dump(content: HandoffContent) -> dict[str, Any]:
-    return content.model_dump(mode="json", exclude={"context"} if content.context is None else None)
-
-
-def thread_of(path: str | os.PathLike[str]) -> HandoffStore:
-    """Return the store for *path*: a thread directory, or a primary file inside one.
-
-    :raises HandoffNotFoundError: if *path* does not exist.
-    """
-    target = Path(path)
-    if target.is_dir():
-        return HandoffStore(target)
-    if not target.exists():
-        msg = "no such file or thread directory"
-        raise HandoffNotFoundError(target, msg)
-    store = HandoffStore(target.parent)
-    if store.primary.resolve() != target.resolve():
-        msg = f"not a thread's primary file (expected {store.primary.name} in a thread directory)"
-        raise HandoffError(target, msg)
-    return store
-
-
-def open_handoff(path: str | os.PathLike[str], *, assume_version: str | None = None) -> Restored:
-    """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
-
-    :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do.
-    """
-    target = Path(path)
-    if target.is_dir():
-        return HandoffStore(target).restore()
-    if not target.exists():
-        msg = "no such file or thread directory"
-        raise HandoffNotFoundError(target, msg)
-    return Restored(load(target, assume_version=assume_version), "file", target)
-
-
-def primary_of(path: str | os.PathLike[str]) -> Path:
-    """Return the file to verify for *path*: a thread directory's primary, or *path* itself."""
-    target = Path(path)
-    return HandoffStore(target).primary if target.is_dir() else target
-
-
-def migrate_path(
-    path: str | os.PathLike[str], *, dry_run: bool = False, assume_version: str | None = None
-) -> MigrationReport:
-    """Migrate *path*: a thread directory's primary, or an older file whose folder is the thread.
-
-    Rewrites files unless *dry_run* (see :meth:`HandoffStore.migrate`).
-    """
-    target = Path(path)
-    if target.is_dir():
-        return HandoffStore(target).migrate(dry_run=dry_run, assume_version=assume_version)
-    if not target.exists():
-        msg = "no such file or thread directory"
-        raise HandoffNotFoundError(target, msg)
-    return HandoffStore(target.parent).migrate(target, dry_run=dry_run, assume_version=assume_version)
