@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from handoff_files import __version__
-from handoff_files.atomic import read_bytes
+from handoff_files.atomic import read_bytes, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, parse
 from handoff_files.errors import HandoffError
 from handoff_files.loader import load
@@ -40,10 +40,7 @@ def cmd_init(args: argparse.Namespace) -> str:
 
 
 def cmd_save(args: argparse.Namespace) -> str:
-    if args.file in (None, "-"):
-        data, name = sys.stdin.buffer.read(MAX_FILE_BYTES + 1), "<stdin>"
-    else:
-        (data, _), name = read_bytes(Path(args.file), MAX_FILE_BYTES), args.file
+    data, name = _read_input(args.file)
     receipt = HandoffStore(args.dir, format=args.format).save(parse(data, name))
     return _receipt(receipt, args, "saved")
 
@@ -97,6 +94,32 @@ def cmd_migrate(args: argparse.Namespace) -> str:
     return migration_report(report)
 
 
+def _read_input(name: str | None) -> tuple[bytes, str]:
+    """The bytes of FILE, or of stdin for ``-`` or no name, with the name errors should give."""
+    if name in (None, "-"):
+        return sys.stdin.buffer.read(MAX_FILE_BYTES + 1), "<stdin>"
+    data, _ = read_bytes(Path(name), MAX_FILE_BYTES)
+    return data, name
+
+
+def cmd_import(args: argparse.Namespace) -> str:
+    # imported here: only this command pays for the compat module
+    from handoff_files.compat import sw4rm  # noqa: PLC0415
+
+    data, name = _read_input(args.file)
+    return _receipt(sw4rm.import_context(data, args.dir, source=name, format=args.format), args, "imported")
+
+
+def cmd_export(args: argparse.Namespace) -> str:
+    from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see cmd_import
+
+    data = sw4rm.export_context(args.dir)
+    if args.output is None:
+        return data.decode("utf-8") + "\n"
+    write_durable(Path(args.output), data)
+    return to_json({"path": args.output, "bytes": len(data)}) if args.json else f"wrote {args.output}\n"
+
+
 def cmd_history(args: argparse.Namespace) -> str:
     entries = thread_of(args.dir).history()
     if args.json:
@@ -143,6 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="thread directory (its primary) or the older file inside it")
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
+
+    p = add(
+        "import", cmd_import, "save another framework's context FILE (- for stdin) as the next generation's context"
+    )
+    p.add_argument("--from", dest="source_format", choices=["sw4rm"], required=True, help="FILE's format")
+    p.add_argument("file", help="context file (sw4rm: serialize_context bytes), or - for stdin")
+    p.add_argument("dir", help="thread directory")
+    p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
+
+    p = add("export", cmd_export, "write a thread's context block in another framework's format")
+    p.add_argument("--to", dest="target_format", choices=["sw4rm"], required=True, help="output format")
+    p.add_argument("dir", help="thread directory (restored) or handoff file")
+    p.add_argument("-o", "--output", help="write exactly these bytes, durably, to FILE instead of stdout")
 
     p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -189,6 +189,22 @@ class HandoffStore:
                 self._temps_left = False
             listing = self._history_generations()
             return self._save_locked(layers, self._head(listing), listing)
+
+    def update(self, change: Callable[[Restored | None], Handoff | HandoffContent | Mapping[str, Any]]) -> SaveReceipt:
+        """Read the newest verified generation and save what *change* makes of it, under one lock.
+
+        No other writer's save can land between the read and the write. *change* gets the
+        :class:`Restored` generation, or None for a thread with nothing restorable.
+
+        :raises HandoffError: as :meth:`restore` (other than ``NoHandoffError``) and :meth:`save` do.
+        """
+        self.init()
+        with self._lock.held():  # filelock is reentrant: save() takes it again inside
+            try:
+                restored: Restored | None = self.restore()
+            except NoHandoffError:
+                restored = None
+            return self.save(change(restored))
 
     def seal(self) -> SaveReceipt:
         """Accept the primary as edited by a person: re-seal it as the next generation.

@@ -232,3 +232,26 @@ def test_a_path_traversal_thread_id_is_refused_by_the_cli(tmp_path: Path, capsys
     for argv in (["init", f"{tmp_path}/.."], ["save", f"{tmp_path}/../..", str(content)]):
         assert main(argv) == 1
         one_error_line(capsys.readouterr().err, "not a valid id")
+
+
+def test_import_and_export_move_sw4rm_context_bytes_through_a_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    context = (
+        b'{"conversation_history":[{"content":"hi, Zo\xc3\xab","role":"user"}],"metadata":{},"tool_state":{"k":1}}'
+    )
+    source = tmp_path / "context.bin"
+    source.write_bytes(context)
+    thread = tmp_path / "t1"
+    assert main(["import", "--from", "sw4rm", str(source), str(thread)]) == 0
+    assert "imported generation 1" in capsys.readouterr().out
+    assert main(["export", "--to", "sw4rm", str(thread)]) == 0
+    assert capsys.readouterr().out.encode("utf-8") == context + b"\n"
+    out = tmp_path / "out.bin"
+    assert main(["export", "--to", "sw4rm", str(thread), "-o", str(out)]) == 0
+    assert out.read_bytes() == context
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"[1, 2]")
+    assert main(["import", "--from", "sw4rm", str(bad), str(thread)]) == 1
+    one_error_line(capsys.readouterr().err, str(bad), "Failed to deserialize HandoffContext")
+    assert HandoffStore(thread).restore().generation == 1

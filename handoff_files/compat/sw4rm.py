@@ -16,8 +16,10 @@ import pydantic
 from handoff_files.codec import MAX_FILE_BYTES
 from handoff_files.errors import HandoffParseError, HandoffTooLargeError, HandoffValidationError, NoHandoffError
 from handoff_files.loader import describe
+from handoff_files.locate import open_handoff
 from handoff_files.model import Context, HandoffContent, Message
-from handoff_files.store import HandoffStore, SaveReceipt, open_handoff
+from handoff_files.results import Restored, SaveReceipt
+from handoff_files.store import HandoffStore
 
 __all__ = [
     "EXTRA_KEY",
@@ -257,20 +259,20 @@ def import_context(
         raise HandoffParseError(source, str(exc)) from exc
     block = to_model(context, source=source)
     store = HandoffStore(thread_dir, **store_kwargs)
-    store.init()
-    # restore and save under one hold of the writers' lock (reentrant), so no other writer's
-    # generation can land between the layers read here and the save that keeps them
-    # (the store has no public read-modify-write yet, hence its private lock)
-    with store._lock.held():
-        try:
-            restored = store.restore()
-        except NoHandoffError as exc:
+    problems: tuple[str, ...] = ()
+
+    def with_context(restored: Restored | None) -> HandoffContent:
+        nonlocal problems
+        if restored is None:
             if store.primary.exists() or store.history():
-                msg = f"{exc.reason}; import keeps a thread's layers, so restore or move these files first"
-                raise NoHandoffError(store.path, msg) from exc
-            return store.save(HandoffContent(narrative=_narrative(context), context=block))
-        receipt = store.save(restored.handoff.content().model_copy(update={"context": block}))
-    return dataclasses.replace(receipt, problems=(*restored.problems, *receipt.problems))
+                msg = "nothing here verifies; import keeps a thread's layers, so restore or move these files first"
+                raise NoHandoffError(store.path, msg)
+            return HandoffContent(narrative=_narrative(context), context=block)
+        problems = restored.problems
+        return restored.handoff.content().model_copy(update={"context": block})
+
+    receipt = store.update(with_context)
+    return dataclasses.replace(receipt, problems=(*problems, *receipt.problems))
 
 
 def export_context(path: str | os.PathLike[str]) -> bytes:
