@@ -1,4 +1,4 @@
-"""Names: agent and thread ids, and paths that must stay inside their root."""
+"""Names: the rule agent and thread ids follow (they become directory names, so no path tricks)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from handoff_files.errors import InvalidNameError
 from handoff_files.model import ID_PATTERN
 
-__all__ = ["check_id", "inside"]
+__all__ = ["check_id"]
 
 _ID = re.compile(ID_PATTERN)
 
@@ -27,15 +27,3 @@ def check_id(value: str, what: str, path: str | Path) -> str:
         raise InvalidNameError(path, msg)
     return value
 
-
-def inside(root: Path, *parts: str) -> Path:
-    """Join *parts* under *root* and refuse a result that escapes it.
-
-    :raises InvalidNameError: if the resolved path is not inside the resolved root.
-    """
-    base = root.resolve()
-    candidate = base.joinpath(*parts).resolve()
-    if candidate != base and base not in candidate.parents:
-        msg = f"path {'/'.join(parts)!r} escapes its root {base}"
-        raise InvalidNameError(root, msg)
-    return candidate
