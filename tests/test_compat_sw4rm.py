@@ -281,8 +281,6 @@ def doc(history: str = "[]", tool_state: str = "{}", metadata: str = "{}") -> by
         pytest.param(b'"context"', "top level, found a string", id="top-string"),
         pytest.param(b"null", "top level, found null", id="top-null"),
         pytest.param(b"42", "top level, found a number", id="top-number"),
-        pytest.param(b'{"tool_state":{},"metadata":{}}', "conversation_history is missing", id="missing-history"),
-        pytest.param(b"{}", "conversation_history is missing, tool_state is missing", id="missing-all"),
         pytest.param(EMPTY[:-1] + b',"version":2}', "found 'version'", id="unknown-key"),
         pytest.param(doc(history="{}"), "must be a list", id="history-object"),
         pytest.param(doc(history="[1]"), r"\[0\] must be a message object", id="message-number"),
@@ -535,3 +533,15 @@ def test_any_context_imported_into_a_thread_exports_as_the_same_bytes(context: H
         thread = Path(tmp) / "thread-1"
         import_context(data, thread)
         assert export_context(thread) == data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b'{"tool_state":{},"metadata":{}}', id="missing-history"),
+        pytest.param(b"{}", id="missing-all"),
+    ],
+)
+def test_deserialize_fills_missing_fields_with_their_defaults_as_sw4rm_does(data: bytes) -> None:
+    context = deserialize_context(data)
+    assert (context.conversation_history, context.tool_state, context.metadata) == ([], {}, {})

@@ -143,9 +143,9 @@ def serialize_context(context: HandoffContext) -> bytes:
 def deserialize_context(data: bytes | bytearray | memoryview) -> HandoffContext:
     """Decode a context written by :func:`serialize_context` or by SW4RM's.
 
-    The document must be one JSON object holding ``conversation_history`` (a list of objects),
-    ``tool_state`` and ``metadata`` (objects): all three, as SW4RM documents them required, and
-    nothing else (an unknown key is refused, never silently dropped).
+    The document must be one JSON object holding at most ``conversation_history`` (a list of
+    objects), ``tool_state`` and ``metadata`` (objects). A missing one takes its empty default,
+    as SW4RM's own reader does; an unknown key is refused (SW4RM drops it silently).
 
     :raises ValueError: for invalid UTF-8, invalid JSON (NaN and Infinity, duplicate keys and
         lone surrogates included), or a malformed document.
@@ -170,13 +170,13 @@ def deserialize_context(data: bytes | bytearray | memoryview) -> HandoffContext:
     if not isinstance(document, dict):
         msg = f"{_DESERIALIZE_FAILED}: expected a JSON object at the top level, found {_kind(document)}"
         raise ValueError(msg)  # noqa: TRY004 -- SW4RM's documented error for a malformed document
-    missing = [name for name in _FIELDS if name not in document]
     unknown = sorted(set(document) - set(_FIELDS))
-    if missing or unknown:
-        found = ", ".join([*(f"{name} is missing" for name in missing), *(f"found {key!r}" for key in unknown)])
-        msg = f"{_DESERIALIZE_FAILED}: expected exactly the keys {', '.join(_FIELDS)}; {found}"
+    if unknown:
+        found = ", ".join(repr(key) for key in unknown)
+        msg = f"{_DESERIALIZE_FAILED}: expected only the keys {', '.join(_FIELDS)}; found {found}"
         raise ValueError(msg)
-    context = HandoffContext(**{name: document[name] for name in _FIELDS})
+    # a missing field takes its default, as SW4RM's reader does
+    context = HandoffContext(**{name: document[name] for name in _FIELDS if name in document})
     try:
         _check_shape(context)
         _check_json(document, [])  # 1e999 parses as infinity; "\ud800" as a lone surrogate
