@@ -63,11 +63,12 @@ def decode(
     :param mtime: when the bytes were last written, if known; tells an edit from corruption.
     """
     document = parse(data, path)
-    if assume_version is not None and "schema_version" not in document:
+    assumed = assume_version is not None and "schema_version" not in document
+    if assumed:
         document = {"schema_version": assume_version, **document}
     version = check_version(document, path)
     if version in LEGACY_VERSIONS:
-        return _migrated(document, path)
+        return _migrated(document, path, assumed=assumed)
     sealed = _seal_matches(document)
     try:
         handoff = Handoff.model_validate(document, context={PARSED: True})
@@ -96,10 +97,10 @@ def decode(
     raise ChecksumMismatchError(path, msg)
 
 
-def _migrated(document: dict[str, Any], path: str | os.PathLike[str]) -> Handoff:
+def _migrated(document: dict[str, Any], path: str | os.PathLike[str], *, assumed: bool) -> Handoff:
     """Verify an older document's own checksum, migrate it in memory, validate the result."""
     verify_legacy_checksum(document, path)
-    migrated = migrate_document(document, path)
+    migrated = migrate_document(document, path, assumed=assumed)
     try:
         return Handoff.model_validate(migrated, context={PARSED: True})
     except pydantic.ValidationError as exc:

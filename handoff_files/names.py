@@ -26,4 +26,3 @@ def check_id(value: str, what: str, path: str | Path) -> str:
         )
         raise InvalidNameError(path, msg)
     return value
-

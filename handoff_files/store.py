@@ -266,7 +266,8 @@ class HandoffStore:
             head = self._head(listing)
             if path.resolve() != self.primary.resolve():
                 # the primary keeps its own bytes (a save keeps a bad or older primary); keep the source's
-                kept = self.history_dir / f"legacy-{migrated.schema_version}-{path.name}"
+                stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+                kept = self.history_dir / f"legacy-{migrated.schema_version}-{stamp}-{path.name}"
                 write_durable(kept, data)
             generation = max(head.generation, handoff.generation) + 1
             lineage["migrated_from"]["notes"].append(

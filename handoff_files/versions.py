@@ -10,6 +10,7 @@ import json
 import os
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -21,8 +22,10 @@ from handoff_files.errors import ChecksumMismatchError, HandoffMigrationError, U
 from handoff_files.model import SCHEMA_VERSION
 
 __all__ = [
+    "EXTRA",
     "KNOWN_VERSIONS",
     "LEGACY_VERSIONS",
+    "NOTES",
     "Step",
     "check_version",
     "legacy_checksum",
@@ -36,8 +39,23 @@ KNOWN_VERSIONS: Final = ("0.8", "1.0", SCHEMA_VERSION)
 #: Versions sealed by a 16-hex sha256 over ``state`` alone (as the published write-up defines it).
 LEGACY_VERSIONS: Final = frozenset({"0.8", "1.0"})
 
-_STEP_NAME = re.compile(r"^v(\d+)_(\d+)_to_v(\d+)_(\d+)$")
-_NOTES: Final = "_notes"
+_STEP_NAME: Final = re.compile(r"^v(\d+)_(\d+)_to_v(\d+)_(\d+)$")
+
+
+class _Key:
+    """A dict key no parsed document can hold (JSON and YAML keys here are strings)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+#: Where a step leaves its notes in the dict it returns.
+NOTES: Final = _Key("migration notes")
+#: Where a step leaves keys outside its format for the next step to file.
+EXTRA: Final = _Key("keys outside the format")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +64,7 @@ class Step:
 
     source: str
     target: str
-    upgrade: Callable[[Mapping[str, Any]], dict[str, Any]]
+    upgrade: Callable[[Mapping[Any, Any]], dict[Any, Any]]
     name: str
 
 
@@ -60,17 +78,22 @@ def _step_modules() -> list[ModuleType]:
             if _STEP_NAME.match(info.name)
         ]
     except ModuleNotFoundError:
-        # a plain checkout on sys.path with no install: the steps sit beside the package
+        # a plain checkout on sys.path with no install: the steps sit beside the package;
+        # register that folder as handoff_files.migrations, then import as an install would
         folder = Path(__file__).resolve().parent.parent / "migrations"
-        modules = []
-        for path in sorted(folder.glob("v*_to_v*.py")):
-            spec = importlib.util.spec_from_file_location(f"handoff_files.migrations.{path.stem}", path)
-            if spec is None or spec.loader is None or not _STEP_NAME.match(path.stem):
-                continue
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            modules.append(module)
-        return modules
+        spec = importlib.util.spec_from_file_location(
+            "handoff_files.migrations", folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        if spec is None or spec.loader is None:
+            return []
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["handoff_files.migrations"] = package
+        spec.loader.exec_module(package)
+        return [
+            importlib.import_module(f"handoff_files.migrations.{path.stem}")
+            for path in sorted(folder.glob("v*_to_v*.py"))
+            if _STEP_NAME.match(path.stem)
+        ]
 
 
 @cache
@@ -113,7 +136,10 @@ def check_version(document: Mapping[str, Any], path: str | os.PathLike[str]) -> 
 
 def _newer(version: str, than: str) -> bool:
     def key(text: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in text.split("."))
+        parts = [int(part) for part in text.split(".")]
+        while len(parts) > 1 and parts[-1] == 0:  # "2.0.0" is "2.0"
+            parts.pop()
+        return tuple(parts)
 
     try:
         return key(version) > key(than)
@@ -145,18 +171,21 @@ def verify_legacy_checksum(document: Mapping[str, Any], path: str | os.PathLike[
         raise ChecksumMismatchError(path, msg)
 
 
-def migrate_document(document: Mapping[str, Any], path: str | os.PathLike[str]) -> dict[str, Any]:
+def migrate_document(
+    document: Mapping[str, Any], path: str | os.PathLike[str], *, assumed: bool = False
+) -> dict[str, Any]:
     """Run the chain from the document's version to the current one, in memory.
 
     The result records ``lineage.migrated_from``: the original version, its checksum, and a note
     for every assumption a step made. A current-version document is returned as a copy, unchanged.
 
+    :param assumed: the version was not in the file but stated by a person (recorded in the notes).
     :raises HandoffMigrationError: if a step is missing or fails on this document.
     """
     original = str(document.get("schema_version"))
     if original == SCHEMA_VERSION:
         return dict(document)
-    current: dict[str, Any] = dict(document)
+    current: dict[Any, Any] = dict(document)
     version = original
     chain = steps()
     while version != SCHEMA_VERSION:
@@ -166,11 +195,15 @@ def migrate_document(document: Mapping[str, Any], path: str | os.PathLike[str]) 
             raise HandoffMigrationError(path, msg)
         try:
             current = step.upgrade(current)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            msg = f"migration {step.name} failed on this {version} document: {type(exc).__name__}: {exc}"
+        except Exception as exc:
+            # a step refuses what it cannot read faithfully (TypeError, ValueError); anything
+            # else it raises on an odd document is this file's migration error all the same
+            msg = f"cannot migrate this {original} document ({step.name}): {exc}"
             raise HandoffMigrationError(path, msg) from exc
         version = step.target
-    notes = current.pop(_NOTES, [])
+    notes = current.pop(NOTES, [])
+    if assumed:
+        notes.insert(0, f"the file had no schema_version; read as {original} because a person said so")
     checksum = document.get("checksum")
     current["lineage"] = {
         "adopted_from": None,

@@ -5,55 +5,55 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from handoff_files.migrations._shared import list_of_strings, mapping, string
+
+from handoff_files.versions import EXTRA, NOTES
+
 SOURCE: Final = "0.8"
 TARGET: Final = "1.0"
 
 _KNOWN: Final = frozenset(
-    {
-        "schema_version",
-        "session",
-        "timestamp",
-        "state",
-        "summary",
-        "decisions",
-        "todo",
-        "warnings",
-        "checksum",
-        "_notes",
-    }
+    {"schema_version", "session", "timestamp", "state", "summary", "decisions", "todo", "warnings", "checksum"}
 )
 
 
-def upgrade(document: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the 1.0 form of a 0.8 document (pure: no I/O, input untouched)."""
-    notes = list(document.get("_notes", []))
+def upgrade(document: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Return the 1.0 form of a 0.8 document (pure: no I/O, input untouched).
+
+    :raises TypeError: for a field of the wrong type (a string where a list belongs, …).
+    """
+    notes: list[str] = list(document.get(NOTES, []))
+    session = document.get("session")
+    if not isinstance(session, int) or isinstance(session, bool):
+        msg = f"session must be an integer, found {session!r}"
+        raise TypeError(msg)
     decisions = []
-    for i, text in enumerate(document.get("decisions", []), 1):
+    for i, text in enumerate(list_of_strings(document, "decisions"), 1):
         decisions.append(
             {"decision": text, "reason": "not recorded (0.8 kept decisions as plain text)", "status": "decided"}
         )
         notes.append(f"0.8 decision {i} was plain text; read as a decided decision whose reason was not recorded")
-    todo = list(document.get("todo", []))
+    todo = list_of_strings(document, "todo")
     priorities = [{"task": task, "urgency": "first" if i == 0 else "after_primary"} for i, task in enumerate(todo)]
     if todo:
         notes.append(
             f"0.8 todo list of {len(todo)} item(s) read in order: the first given urgency 'first', "
             "the rest 'after_primary'"
         )
-    result: dict[str, Any] = {
+    result: dict[Any, Any] = {
         "schema_version": TARGET,
-        "session_id": document.get("session"),
-        "created_at": document.get("timestamp"),
-        "state": dict(document.get("state", {})),
-        "narrative": document.get("summary", ""),
+        "session_id": session,
+        "created_at": string(document, "timestamp", required=True),
+        "state": mapping(document, "state"),
+        "narrative": string(document, "summary") or "",
         "decisions": decisions,
         "priorities": priorities,
-        "warnings": list(document.get("warnings", [])),
+        "warnings": list_of_strings(document, "warnings"),
         "checksum": document.get("checksum"),
     }
-    extra = {key: document[key] for key in document if key not in _KNOWN}
+    extra = {key: document[key] for key in document if isinstance(key, str) and key not in _KNOWN}
     if extra:
-        result["legacy_extra"] = extra
-        notes.append(f"0.8 keys outside its format kept as legacy_extra: {', '.join(sorted(extra))}")
-    result["_notes"] = notes
+        result[EXTRA] = extra  # the 1.0 step files these with 1.0's own unknown keys
+        notes.append(f"0.8 keys outside its format carried forward: {', '.join(sorted(extra))}")
+    result[NOTES] = notes
     return result

@@ -6,6 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from handoff_files.migrations._shared import free_name, list_of_strings, mapping, quote, string
+
+from handoff_files.versions import EXTRA, NOTES
+
 SOURCE: Final = "1.0"
 TARGET: Final = "2.0"
 
@@ -36,18 +40,17 @@ _TOP_LEVEL: Final = frozenset(
         "priorities",
         "warnings",
         "checksum",
-        "legacy_extra",
-        "_notes",
     }
 )
 _DECISION_FIELDS: Final = frozenset({"decision", "reason", "alternatives_considered", "reversible", "status"})
 _URGENCIES: Final = ("first", "primary", "after_primary", "if_time_permits")
 
 
-def _aware(value: Any, what: str, notes: list[str]) -> Any:
+def _aware(value: Any, what: str, notes: list[str]) -> str:
     """A naive ISO timestamp is read as UTC (the 1.0 writers used local time and did not say which)."""
-    if not isinstance(value, str) or not value:
-        return value
+    if not isinstance(value, str) or len(value) < 10:
+        msg = f"{what} must be an ISO-8601 date-time string, found {quote(value)}"
+        raise TypeError(msg)
     tail = value[10:]
     if value.endswith("Z") or "+" in tail or "-" in tail:
         return value
@@ -55,104 +58,124 @@ def _aware(value: Any, what: str, notes: list[str]) -> Any:
     return value + "Z"
 
 
-def _state(state: Mapping[str, Any], session_id: Any, notes: list[str]) -> dict[str, Any]:
-    result = {key: state[key] for key in state if key in _STATE_FIELDS}
-    data = dict(result.get("data") or {}) if isinstance(result.get("data"), dict) else {}
-    if "data" in result and not isinstance(result["data"], dict):
-        data["legacy_data"] = result["data"]
-        notes.append("1.0 state.data was not an object; kept as state.data.legacy_data")
+def _state(document: Mapping[Any, Any], session_id: Any, notes: list[str]) -> dict[str, Any]:
+    state = mapping(document, "state")
+    result = {key: state[key] for key in state if key in _STATE_FIELDS and key != "data"}
+    data = mapping(state, "data") if "data" in state else {}
     for key in sorted(set(state) - _STATE_FIELDS):
-        target = key if key not in data else f"legacy_{key}"
+        target = free_name(data, key)
         data[target] = state[key]
         notes.append(f"1.0 state field {key!r} has no 2.0 field; kept as state.data.{target}")
-    result["data"] = data
-    if "timestamp" in result:
+    if "timestamp" in result and result["timestamp"] is not None:
         result["timestamp"] = _aware(result["timestamp"], "state.timestamp", notes)
     environment = result.get("environment")
-    if isinstance(environment, dict):
+    if environment is not None:
+        if not isinstance(environment, dict):
+            msg = f"state.environment must be an object, found {quote(environment)}"
+            raise TypeError(msg)
         converted = {}
         for key, value in environment.items():
-            if isinstance(value, str):
-                converted[key] = value
-            else:
-                converted[key] = json.dumps(value)
+            converted[key] = value if isinstance(value, str) else json.dumps(value)
+            if not isinstance(value, str):
                 notes.append(
-                    f"state.environment.{key} was {value!r}; 2.0 environment values are strings, kept as JSON text"
+                    f"state.environment.{key} was {quote(value)}; 2.0 environment values are strings, kept as JSON text"
                 )
         result["environment"] = converted
-    if "session_id" not in result and session_id is not None:
+    if "session_id" not in result:
         result["session_id"] = session_id
         notes.append("state had no session_id; took the document's session_id")
-    elif session_id is not None and result.get("session_id") != session_id:
-        data.setdefault("legacy_document_session_id", session_id)
+    elif result["session_id"] != session_id:
+        target = free_name(data, "document_session_id")
+        data[target] = session_id
         notes.append(
-            f"document session_id {session_id!r} differs from state.session_id {result.get('session_id')!r}; "
-            "kept the state's, the document's as state.data.legacy_document_session_id"
+            f"document session_id {session_id!r} differs from state.session_id {result['session_id']!r}; "
+            f"kept the state's, the document's as state.data.{target}"
         )
+    result["data"] = data
     return result
 
 
-def _decisions(decisions: list[Any], notes: list[str]) -> list[Any]:
+def _kept(data: dict[str, Any], name: str, value: Any, what: str, notes: list[str]) -> None:
+    """Keep a value 2.0 has no field for in state.data under a free name, and say where."""
+    target = free_name(data, name)
+    data[target] = value
+    notes.append(f"{what} has no 2.0 field; kept as state.data.{target}: {quote(value)}")
+
+
+def _decisions(document: Mapping[Any, Any], data: dict[str, Any], notes: list[str]) -> list[Any]:
+    decisions = document.get("decisions", [])
+    if not isinstance(decisions, list):
+        msg = f"decisions must be a list, found {quote(decisions)}"
+        raise TypeError(msg)
     result = []
     for i, decision in enumerate(decisions, 1):
         if not isinstance(decision, dict):
-            result.append(decision)  # left for validation to refuse with its own message
-            continue
+            msg = f"decision {i} must be an object, found {quote(decision)}"
+            raise TypeError(msg)
         extra = {key: decision[key] for key in decision if key not in _DECISION_FIELDS}
         if extra:
-            notes.append(
-                f"decision {i} had fields 2.0 does not keep: {json.dumps(extra, sort_keys=True, ensure_ascii=False)}"
-            )
+            _kept(data, f"decision_{i}_fields", extra, f"decision {i}'s extra fields", notes)
         result.append({key: decision[key] for key in decision if key in _DECISION_FIELDS})
     return result
 
 
-def _priorities(priorities: list[Any], notes: list[str]) -> list[Any]:
+def _priorities(document: Mapping[Any, Any], data: dict[str, Any], notes: list[str]) -> list[Any]:
+    priorities = document.get("priorities", [])
+    if not isinstance(priorities, list):
+        msg = f"priorities must be a list, found {quote(priorities)}"
+        raise TypeError(msg)
     result = []
     for i, priority in enumerate(priorities, 1):
         if not isinstance(priority, dict):
-            result.append(priority)  # left for validation to refuse with its own message
-            continue
+            msg = f"priority {i} must be an object, found {quote(priority)}"
+            raise TypeError(msg)
         urgency = priority.get("urgency")
         if urgency not in _URGENCIES:
             notes.append(
-                f"priority {i} had urgency {urgency!r}, not a 2.0 urgency; kept its place in the order "
+                f"priority {i} had urgency {quote(urgency)}, not a 2.0 urgency; kept its place in the order "
                 "with urgency 'primary'"
             )
             urgency = "primary"
         extra = {key: priority[key] for key in priority if key not in ("task", "urgency")}
         if extra:
-            notes.append(
-                f"priority {i} had fields 2.0 does not keep: {json.dumps(extra, sort_keys=True, ensure_ascii=False)}"
-            )
+            _kept(data, f"priority_{i}_fields", extra, f"priority {i}'s extra fields", notes)
         result.append({"task": priority.get("task"), "urgency": urgency})
     return result
 
 
-def upgrade(document: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the 2.0 form of a 1.0 document (pure: no I/O, input untouched; unsealed)."""
-    notes = list(document.get("_notes", []))
+def upgrade(document: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Return the 2.0 form of a 1.0 document (pure: no I/O, input untouched; unsealed).
+
+    :raises TypeError: for a field of the wrong type (a string where a list belongs, …).
+    """
+    notes: list[str] = list(document.get(NOTES, []))
     notes.append(
         "the old seal covered only state (the 16-hex sha256 checksum of 0.8 and 1.0); "
         "narrative, decisions, priorities and warnings were not covered by it"
     )
     session_id = document.get("session_id")
-    state = _state(document.get("state") or {}, session_id, notes)
-    extra = dict(document.get("legacy_extra") or {})
-    extra.update({key: document[key] for key in document if key not in _TOP_LEVEL})
+    if not isinstance(session_id, int) or isinstance(session_id, bool):
+        msg = f"session_id must be an integer, found {quote(session_id)}"
+        raise TypeError(msg)
+    state = _state(document, session_id, notes)
+    data = state["data"]
+    extra = dict(document.get(EXTRA, {}))
+    extra.update({key: document[key] for key in document if isinstance(key, str) and key not in _TOP_LEVEL})
     if extra:
-        state["data"].setdefault("legacy", {}).update(extra)
-        notes.append(f"top-level keys outside the format kept in state.data.legacy: {', '.join(sorted(extra))}")
-    positive = isinstance(session_id, int) and not isinstance(session_id, bool) and session_id >= 1
-    generation = session_id if positive else 1
+        legacy = mapping(data, "legacy") if "legacy" in data else {}
+        for key in sorted(extra):
+            target = free_name(legacy, key)
+            legacy[target] = extra[key]
+            notes.append(f"top-level key {key!r} is outside the format; kept as state.data.legacy.{target}")
+        data["legacy"] = legacy
+    generation = max(session_id, 1)
     if generation != session_id:
-        notes.append(f"session_id {session_id!r} is not a positive integer; generation set to 1")
+        notes.append(f"session_id {session_id} is not a positive integer; generation set to 1")
     else:
         notes.append(f"generation taken from session_id {session_id}")
     notes.append(f"1.0 records no agent or thread; agent_id and thread_id set to {LEGACY_ID!r}")
-    warnings = []
-    for warning in document.get("warnings") or []:
-        warnings.append({"text": warning} if isinstance(warning, str) else warning)
+    decisions = _decisions(document, data, notes)
+    priorities = _priorities(document, data, notes)
     return {
         "schema_version": TARGET,
         "agent_id": LEGACY_ID,
@@ -161,10 +184,10 @@ def upgrade(document: Mapping[str, Any]) -> dict[str, Any]:
         "created_at": _aware(document.get("created_at"), "created_at", notes),
         "parent": None,
         "lineage": {"adopted_from": None, "migrated_from": None},
-        "narrative": document.get("narrative", ""),
-        "warnings": warnings,
-        "priorities": _priorities(list(document.get("priorities") or []), notes),
+        "narrative": string(document, "narrative") or "",
+        "warnings": [{"text": text} for text in list_of_strings(document, "warnings")],
+        "priorities": priorities,
         "state": state,
-        "decisions": _decisions(list(document.get("decisions") or []), notes),
-        "_notes": notes,
+        "decisions": decisions,
+        NOTES: notes,
     }

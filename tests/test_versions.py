@@ -39,6 +39,8 @@ legacy_states = st.fixed_dictionaries(
         "energy_level": st.floats(min_value=0, max_value=1),
         "mood": _text,
         "last_file": _text,
+        "legacy_mood": _text,  # collides with the name a moved `mood` would first take
+        "data": st.dictionaries(_text, st.integers() | _text, max_size=2),
     },
 )
 v1_documents = st.fixed_dictionaries(
@@ -60,9 +62,12 @@ v1_documents = st.fixed_dictionaries(
             ),
             max_size=3,
         ),
-        "priorities": st.lists(st.fixed_dictionaries({"task": _text, "urgency": _urgency}), max_size=3),
+        "priorities": st.lists(
+            st.fixed_dictionaries({"task": _text, "urgency": _urgency}, optional={"due": _text}), max_size=3
+        ),
         "warnings": st.lists(_text, max_size=3),
-    }
+    },
+    optional={"_notes": st.lists(_text, max_size=2), "legacy": _text, "agent": _text},
 )
 v08_documents = st.fixed_dictionaries(
     {
@@ -91,12 +96,18 @@ def everything_landed(old: dict[str, Any], new: Handoff) -> None:
     """Every field of the old document is in the new one, or named in the migration notes."""
     assert new.lineage.migrated_from is not None
     notes = " ".join(new.lineage.migrated_from.notes)
-    dumped = json.dumps(new.model_dump(mode="json"), ensure_ascii=False)
+    known = {"active_tasks", "completed_tasks", "blocked_tasks", "error_count", "session_id"}
     for key, value in old["state"].items():
-        if key in {"timestamp", "environment"}:
-            continue
-        assert key in new.state.model_fields_set or key in new.state.data or key in notes, key
-        assert json.dumps(value, ensure_ascii=False)[1:-1] in dumped or key in notes
+        if key in known:
+            assert getattr(new.state, key) == value, key
+        elif key == "energy_level":
+            assert new.state.energy_level == value
+        elif key == "data":
+            for inner, item in value.items():
+                assert new.state.data[inner] == item
+        elif key not in {"timestamp", "environment"}:
+            assert value in new.state.data.values(), key  # moved under a free name
+            assert repr(key) in notes
     for key, value in old["state"].get("environment", {}).items():
         assert new.state.environment[key] == (value if isinstance(value, str) else json.dumps(value))
     if "timestamp" in old["state"]:
@@ -107,6 +118,10 @@ def everything_landed(old: dict[str, Any], new: Handoff) -> None:
     assert new.created_at.utcoffset() is not None
     assert "covered only state" in notes
     assert new.lineage.migrated_from.checksum == f"sha256-16:{old['checksum']}"
+    for key in ("_notes", "legacy", "agent"):
+        if key in old:
+            assert new.state.data["legacy"][key] == old[key], key
+            assert f"top-level key {key!r}" in notes
 
 
 @given(v1_documents)
@@ -119,16 +134,23 @@ def test_any_1_0_document_migrates_to_a_valid_2_0_one_keeping_every_field(docume
     new = Handoff.model_validate(first, context={PARSED: True})
     everything_landed(old, new)
     assert new.narrative == old["narrative"]
-    assert [d.decision for d in new.decisions] == [d["decision"] for d in old["decisions"]]
+    assert new.created_at.replace(tzinfo=None).isoformat() == old["created_at"]
+    assert new.generation == max(old["session_id"], 1)
+    defaults = {"alternatives_considered": [], "reversible": True, "status": "decided"}
+    for decision, was in zip(new.decisions, old["decisions"], strict=True):
+        expected = {**defaults, **{k: v for k, v in was.items() if k != "owner"}}
+        assert decision.model_dump() == expected
     assert [p.task for p in new.priorities] == [p["task"] for p in old["priorities"]]
     notes = " ".join(new.lineage.migrated_from.notes)  # type: ignore[union-attr]
     for i, priority in enumerate(old["priorities"], 1):
         if priority["urgency"] not in ("first", "primary", "after_primary", "if_time_permits"):
             assert f"priority {i} had urgency" in notes
+        if "due" in priority:
+            assert new.state.data[f"priority_{i}_fields"] == {"due": priority["due"]}
     for i, decision in enumerate(old["decisions"], 1):
         if "owner" in decision:
-            assert f"decision {i} had fields" in notes
-            assert json.dumps(decision["owner"], ensure_ascii=False) in notes
+            assert new.state.data[f"decision_{i}_fields"] == {"owner": decision["owner"]}
+            assert f"decision {i}'s extra fields" in notes
 
 
 @given(v08_documents)
@@ -151,10 +173,78 @@ def test_any_0_8_document_migrates_to_a_valid_2_0_one_keeping_every_field(docume
         assert "todo list" in notes
 
 
-def test_migrating_a_2_0_document_changes_nothing(thread_dir: Path) -> None:
+def test_migrating_a_2_0_document_changes_nothing(thread_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     receipt = HandoffStore(thread_dir).save({"narrative": "current"})
     document = json.loads(receipt.path.read_text(encoding="utf-8"))
     assert migrate_document(document, receipt.path) == document
+    before = {p: p.read_bytes() for p in thread_dir.rglob("*") if p.is_file()}
+    assert main(["migrate", str(thread_dir)]) == 0
+    assert "already 2.0: nothing to do" in capsys.readouterr().out
+    assert {p: p.read_bytes() for p in thread_dir.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        pytest.param({"decisions": "use sqlite"}, "decisions must be a list", id="0.8-decisions-string"),
+        pytest.param({"todo": "fix it"}, "todo must be a list of strings", id="0.8-todo-string"),
+        pytest.param({"warnings": "careful"}, "warnings must be a list of strings", id="0.8-warnings-string"),
+        pytest.param({"state": [["a", 1]]}, "state must be an object", id="0.8-state-pairs"),
+        pytest.param({"timestamp": 1705312200}, "must be a string", id="0.8-timestamp-number"),
+    ],
+)
+def test_a_0_8_field_of_the_wrong_type_is_refused_not_guessed(
+    tmp_path: Path, change: dict[str, Any], needle: str
+) -> None:
+    from handoff_files import HandoffMigrationError
+
+    document = {
+        "schema_version": "0.8",
+        "session": 2,
+        "timestamp": "2026-11-06T10:00:00",
+        "state": {"active_tasks": ["a"]},
+        "summary": "s",
+        "decisions": [],
+        "todo": [],
+        "warnings": [],
+        **change,
+    }
+    with pytest.raises(HandoffMigrationError, match=needle):
+        load(write_legacy(tmp_path / "h.json", sealed_legacy(document)))
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        pytest.param({"state": [5]}, "state must be an object", id="state-list"),
+        pytest.param({"state": None}, "state must be an object", id="state-null"),
+        pytest.param({"warnings": "careful"}, "warnings must be a list of strings", id="warnings-string"),
+        pytest.param({"warnings": [{"text": "x"}]}, "warnings must be a list of strings", id="warnings-objects"),
+        pytest.param({"created_at": 1705312200}, "created_at must be an ISO-8601", id="created-at-number"),
+        pytest.param({"decisions": ["plain"]}, "decision 1 must be an object", id="decision-string"),
+        pytest.param({"session_id": "4"}, "session_id must be an integer", id="session-id-string"),
+    ],
+)
+def test_a_1_0_field_of_the_wrong_type_is_refused_not_guessed(
+    tmp_path: Path, change: dict[str, Any], needle: str
+) -> None:
+    from handoff_files import HandoffMigrationError
+
+    document = {**copy.deepcopy(V1), **change}
+    with pytest.raises(HandoffMigrationError, match=needle):
+        load(write_legacy(tmp_path / "h.json", sealed_legacy(document)))
+
+
+def test_keys_that_look_like_the_migrations_own_are_kept_as_data(tmp_path: Path) -> None:
+    state: dict[str, Any] = {**copy.deepcopy(V1["state"]), "data": {"legacy": {"_notes": "taken"}}}
+    document = sealed_legacy({**copy.deepcopy(V1), "state": state, "_notes": "abc", "legacy_extra": {"x": 1}})
+    handoff = load(write_legacy(tmp_path / "h.json", document))
+    assert handoff.lineage.migrated_from is not None
+    assert "a" not in handoff.lineage.migrated_from.notes
+    legacy = handoff.state.data["legacy"]
+    assert legacy["_notes"] == "taken"
+    assert legacy["legacy__notes"] == "abc"
+    assert legacy["legacy_extra"] == {"x": 1}
 
 
 def test_the_steps_are_found_one_per_file_and_chain_to_2_0() -> None:
@@ -163,7 +253,7 @@ def test_the_steps_are_found_one_per_file_and_chain_to_2_0() -> None:
     assert {chain[s].name for s in chain} == {"v0_8_to_v1_0", "v1_0_to_v2_0"}
 
 
-V1 = {
+V1: dict[str, Any] = {
     "schema_version": "1.0",
     "session_id": 4,
     "created_at": "2026-11-07T14:03:22.118204",
@@ -225,7 +315,10 @@ def test_assume_version_lets_a_person_say_what_an_unversioned_file_is(
     document = sealed_legacy(copy.deepcopy(V1))
     del document["schema_version"]
     path = write_legacy(tmp_path / "h.json", document)
-    assert load(path, assume_version="1.0").narrative == V1["narrative"]
+    handoff = load(path, assume_version="1.0")
+    assert handoff.narrative == V1["narrative"]
+    assert handoff.lineage.migrated_from is not None
+    assert "because a person said so" in handoff.lineage.migrated_from.notes[0]
     assert main(["validate", "--assume-version", "1.0", str(path)]) == 0
     assert "1.0 checksum over state" in capsys.readouterr().out
     assert main(["show", "--assume-version", "1.0", str(path)]) == 0
