@@ -13,12 +13,22 @@ from typing import Final
 
 from handoff_files.errors import HandoffError, HandoffNotFoundError, HandoffTooLargeError, HandoffWriteError
 
-__all__ = ["TEMP_SUFFIX", "fsync_dir", "read_bytes", "remove_stray_temps", "stray_temps", "write_durable"]
+__all__ = [
+    "TEMP_SUFFIX",
+    "fsync_dir",
+    "read_bytes",
+    "remove_stray_temps",
+    "stray_temps",
+    "write_durable",
+    "write_durable_together",
+]
 
 #: Our temp files: ``.<target name>.<random>.tmp`` beside the target.
 TEMP_SUFFIX: Final = ".tmp"
 # only names write_durable makes: the primary, a history generation, a kept legacy file
-_TEMP_NAME: Final = re.compile(r"^\.(?:handoff\.(?:json|yaml)|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$")
+_TEMP_NAME: Final = re.compile(
+    r"^\.(?:handoff\.(?:json|yaml)|state\.json|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$"
+)
 
 
 def fsync_dir(path: Path) -> None:
@@ -81,6 +91,39 @@ def write_durable(path: Path, data: bytes) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
+
+
+def write_durable_together(files: list[tuple[Path, bytes]]) -> None:
+    """Write several files of one directory atomically and durably, with a single directory fsync.
+
+    Each file is written to its own temp file and fsynced; then all are renamed in the order
+    given, and the directory is fsynced once. Each file, read alone, is old or new, never a mix.
+
+    :raises HandoffWriteError: on any OS error; temp files not yet renamed are removed.
+    """
+    directory = files[0][0].parent
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
+            temps.append((tmp, path))
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        while temps:
+            tmp, path = temps[0]
+            os.replace(tmp, path)
+            temps.pop(0)
+        fsync_dir(directory)
+    except OSError as exc:
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        where = temps[0][1] if temps else directory
+        msg = f"write failed: {exc.strerror or exc}"
+        raise HandoffWriteError(where, msg) from exc
 
 
 def stray_temps(directory: Path) -> list[Path]:

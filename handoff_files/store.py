@@ -10,8 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from handoff_files import recovery
 from handoff_files import seal as sealing
-from handoff_files.atomic import fsync_dir, read_bytes, remove_stray_temps, stray_temps, write_durable
+from handoff_files.atomic import (
+    fsync_dir,
+    read_bytes,
+    remove_stray_temps,
+    stray_temps,
+    write_durable,
+    write_durable_together,
+)
 from handoff_files.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.content import ENVELOPE, dump_layers, layers_of
 from handoff_files.errors import (
@@ -22,10 +30,13 @@ from handoff_files.errors import (
     NoHandoffError,
     UnsealedEditError,
 )
+from handoff_files.journal import Journal
 from handoff_files.loader import decode, load
 from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, WriterLock, try_writer_lock
+from handoff_files.mirror import MIRROR_NAME, Mirror, mirror_bytes, read_mirror
 from handoff_files.model import MAX_INT, SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
+from handoff_files.recovery import summary_fields
 from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
 
 __all__ = ["DEFAULT_KEEP", "HISTORY_DIR", "HandoffStore"]
@@ -44,16 +55,6 @@ _ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "dec
 
 
 @dataclass(frozen=True, slots=True)
-class _Scan:
-    """The newest verified generation of a thread, and what was seen on the way."""
-
-    newest: Restored | None
-    highest: int  # highest generation number seen anywhere, verified or not
-    primary: Literal["ok", "missing", "bad", "legacy"]
-    problems: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class _Head:
     """What the next save chains from."""
 
@@ -62,6 +63,7 @@ class _Head:
     agent_id: str | None
     thread_id: str | None
     primary: Literal["ok", "missing", "bad", "legacy"]
+    saves: int = 0  # saves so far, as state.json counts them
 
 
 class HandoffStore:
@@ -126,6 +128,16 @@ class HandoffStore:
     def primary(self) -> Path:
         """The primary file: the latest sealed handoff."""
         return self.path / f"{PRIMARY_STEM}{_EXTENSIONS[self.format]}"
+
+    @property
+    def mirror_path(self) -> Path:
+        """``state.json``: the state layer and running totals of the generation it mirrors."""
+        return self.path / MIRROR_NAME
+
+    @property
+    def journal(self) -> Journal:
+        """The thread's journal (``journal.jsonl``)."""
+        return Journal(self.path)
 
     @property
     def history_dir(self) -> Path:
@@ -335,13 +347,25 @@ class HandoffStore:
         # person editing the primary in place can never alter the sealed generation
         history_file = self.history_dir / f"{generation:08d}{_EXTENSIONS[self.format]}"
         write_durable(history_file, data)
-        write_durable(self.primary, data)
-        self._prune([(generation, history_file.name), *listing])
         seal_text = f"{self.algorithm}:{checksum}"
+        mirror = mirror_bytes(
+            generation=generation,
+            seal=seal_text,
+            agent_id=document["agent_id"],
+            thread_id=document["thread_id"],
+            created_at=document["created_at"],
+            state=document["state"],
+            saves=head.saves + 1,
+            last_restore=None,
+        )
+        # the primary and state.json share one directory fsync
+        write_durable_together([(self.primary, data), (self.mirror_path, mirror)])
+        self.journal.append("saved", generation=generation, seal=seal_text, **summary_fields(document))
+        self._prune([(generation, history_file.name), *listing])
         st = os.lstat(self.primary)
         self._cache = (
             (st.st_ino, st.st_mtime_ns, st.st_size, generation),
-            _Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok"),
+            _Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok", head.saves + 1),
         )
         return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
 
@@ -386,98 +410,41 @@ class HandoffStore:
                 newest_listed = listing[0][0] if listing else 0
                 if self._cache[0] == (st.st_ino, st.st_mtime_ns, st.st_size, newest_listed):
                     return self._cache[1]
-        scan = self._scan()
-        if scan.newest is None:
-            return _Head(scan.highest, None, None, None, scan.primary)
-        handoff = scan.newest.handoff
-        if handoff.seal is None:  # an older version, migrated in memory: no 2.0 seal to chain to, no ids of its own
-            return _Head(scan.highest, None, None, None, scan.primary)
-        return _Head(scan.highest, str(handoff.seal), handoff.agent_id, handoff.thread_id, scan.primary)
-
-    def _scan(self) -> _Scan:
-        """Find the newest verified generation among the primary and history/, newest first."""
-        problems: list[str] = []
-        history = self._history_generations()
-        highest = history[0][0] if history else 0
-        primary: Restored | None = None
-        state: Literal["ok", "missing", "bad", "legacy"] = "missing"
+        found = recovery.scan(self)
         try:
-            primary = Restored(load(self.primary, follow_symlinks=False), "primary", self.primary)
-            state = "ok" if primary.handoff.seal is not None else "legacy"
-            highest = max(highest, primary.generation)
-        except HandoffNotFoundError:
-            problems.append(f"{self.primary.name} is missing")
-        except UnsealedEditError as exc:
-            state = "bad"
-            problems.append(f"{self.primary.name}: {exc.reason}")
-            if exc.handoff is not None:
-                highest = max(highest, exc.handoff.generation)
-        except HandoffError as exc:
-            state = "bad"
-            problems.append(f"{self.primary.name}: {exc.reason}")
-            highest = max(highest, self._generation_guess())
-        for generation, name in history:
-            path = self.history_dir / name
-            if primary is not None and generation <= primary.generation:
-                break
-            try:
-                handoff = load(path, follow_symlinks=False)
-            except HandoffError as exc:
-                problems.append(f"{HISTORY_DIR}/{path.name}: {exc.reason}")
-                continue
-            if handoff.generation != generation:
-                problems.append(f"{HISTORY_DIR}/{path.name} holds generation {handoff.generation}; skipped")
-                continue
-            if primary is not None and not self._save_in_progress():
-                problems.append(
-                    f"{self.primary.name} holds generation {primary.generation}, behind {HISTORY_DIR}/"
-                    f"{path.name}: a save was interrupted after its commit"
-                )
-            elif highest > generation:
-                problems.append(f"restored generation {generation}; generations up to {highest} are lost")
-            return _Scan(Restored(handoff, "history", path, tuple(problems)), highest, state)
-        if primary is not None:
-            migrated = primary.handoff.lineage.migrated_from
-            if primary.handoff.seal is None and migrated is not None:
-                note = (
-                    f"{self.primary.name} is a {migrated.schema_version} handoff, migrated in memory; "
-                    "`handoff migrate` rewrites it as a sealed 2.0 generation"
-                )
-                primary = Restored(primary.handoff, "primary", primary.path, (*problems, note))
-            return _Scan(primary, highest, state)
-        return _Scan(None, highest, state, tuple(problems))
-
-    def _save_in_progress(self) -> bool:
-        """Whether a writer holds the lock now (asked only when the primary lags behind history)."""
-        with try_writer_lock(self.path) as free:
-            return not free
-
-    def _generation_guess(self) -> int:
-        """Best effort on an unreadable primary: the largest generation number its bytes mention."""
-        try:
-            data, _ = read_bytes(self.primary, MAX_FILE_BYTES, follow_symlinks=False)
+            mirror: Mirror | None = read_mirror(self.mirror_path)
         except HandoffError:
-            return 0
-        # only numbers a generation could be: damage can leave any digits in the bytes
-        found = (int(m.group(1)) for m in _GENERATION_TEXT.finditer(data))
-        return max((n for n in found if n < MAX_INT), default=0)
+            mirror = None
+        # a generation state.json mirrored was acknowledged once: never reuse its number
+        highest = max(found.highest, mirror.generation if mirror else 0)
+        saves = mirror.saves if mirror else found.highest
+        if found.newest is None or found.newest.handoff.seal is None:
+            # nothing sealed, or an older version migrated in memory: no 2.0 seal to chain to, no ids
+            return _Head(highest, None, None, None, found.primary, saves)
+        handoff = found.newest.handoff
+        return _Head(highest, str(handoff.seal), handoff.agent_id, handoff.thread_id, found.primary, saves)
 
-    def restore(self) -> Restored:
-        """Return the newest verified generation: the primary, else the newest valid one in ``history/``.
+    def restore(self, *, accept_edit: bool = False) -> Restored:
+        """Return the newest verified generation, climbing down the recovery ladder if need be.
 
-        Never writes, never returns unverified data and never returns ``None``. When the primary
-        is missing, damaged, edited or behind, ``problems`` says so and what was lost.
+        The ladder: the primary (migrated if old), cross-checked against ``state.json`` and the
+        journal's last save → the newest verified generation in ``history/`` → a rebuild from
+        ``state.json`` and the journal (state exact, other layers from the journal's summary,
+        ``source="rebuilt"``). ``problems`` names what was wrong and what was lost. Never returns
+        ``None`` or unverified data; never writes, unless *accept_edit* is True and the primary
+        is a person's valid, unsealed edit: then the edit is sealed as the next generation first.
 
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
         """
-        if not self.path.is_dir():
-            msg = "no such thread directory: nothing has been saved here"
-            raise NoHandoffError(self.path, msg)
-        scan = self._scan()
-        if scan.newest is not None:
-            return scan.newest
-        reason = "nothing here verifies" + (": " + "; ".join(scan.problems) if scan.problems else "")
-        raise NoHandoffError(self.path, reason)
+        return recovery.restore(self, accept_edit=accept_edit)
+
+    def acknowledge(self, restored: Restored) -> None:
+        """Record that the agent took *restored* in: the journal's "resumed from generation N" line.
+
+        A supervisor that restarted the agent looks for this line; a restore the agent never
+        acknowledges is an agent that started without its context. Writes (under the lock).
+        """
+        recovery.acknowledge(self, restored)
 
     def history(self) -> list[HistoryEntry]:
         """List the generations in ``history/``, newest first, each verified; a bad primary is listed first."""

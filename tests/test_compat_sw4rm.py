@@ -409,6 +409,7 @@ def test_import_refuses_a_thread_whose_files_exist_but_none_verifies(thread_dir:
     store.save({"narrative": "precious work"})
     for path in store.history_dir.iterdir():
         path.unlink()
+    store.mirror_path.unlink()  # with state.json, restore would rebuild the generation instead
     store.primary.write_bytes(b'{"schema_version": "2.0", "narrative": "trunc')
     damaged = store.primary.read_bytes()
     with pytest.raises(NoHandoffError, match="restore or move these files first"):

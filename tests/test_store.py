@@ -113,6 +113,7 @@ def test_restore_climbs_down_history_past_damaged_generations_and_says_what_was_
     store.primary.unlink()
     (thread_dir / "history" / "00000004.json").write_bytes(b"{")
     (thread_dir / "history" / "00000003.json").unlink()
+    (thread_dir / "state.json").unlink()  # with it, generation 4 would be rebuilt (tests/test_recovery.py)
     restored = HandoffStore(thread_dir).restore()
     assert (restored.source, restored.generation) == ("history", 2)
     assert str(restored.handoff.seal) == checksums[1]
@@ -139,7 +140,7 @@ def test_restore_of_nothing_raises_no_handoff_error_never_returns_empty(tmp_path
         HandoffStore(empty).restore()
     store = HandoffStore(tmp_path / "ruined")
     saved(store, 2)
-    for path in [store.primary, *(tmp_path / "ruined" / "history").iterdir()]:
+    for path in [store.primary, store.mirror_path, *(tmp_path / "ruined" / "history").iterdir()]:
         path.write_bytes(b"garbage")
     with pytest.raises(NoHandoffError, match="nothing here verifies"):
         HandoffStore(tmp_path / "ruined").restore()

@@ -1,0 +1,247 @@
+"""The journal: an append-only ``journal.jsonl``, one human-readable, self-checking JSON line per event."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from handoff_files.atomic import fsync_dir
+from handoff_files.errors import HandoffError, HandoffWriteError
+
+__all__ = [
+    "EVENTS",
+    "JOURNAL_NAME",
+    "Entry",
+    "Journal",
+]
+
+JOURNAL_NAME: Final = "journal.jsonl"
+#: The events a journal records.
+EVENTS: Final = frozenset(
+    {"saved", "restored", "resumed", "migrated", "sealed", "repaired", "adopted", "transferred", "rotated"}
+)
+#: Past this size the journal is rotated: the current file becomes ``journal.1.jsonl`` (the one
+#: before that is dropped), so the journal never grows without bound.
+ROTATE_BYTES: Final = 1 << 20
+_TAIL_BLOCK: Final = 64 * 1024
+_CHECK_LEN: Final = 16
+
+
+def _check(fields: dict[str, Any]) -> str:
+    body = orjson.dumps({k: v for k, v in fields.items() if k != "check"}, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(body).hexdigest()[:_CHECK_LEN]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One journal line: the event, when, which generation and seal, and a line in plain words."""
+
+    event: str
+    at: str
+    generation: int | None
+    seal: str | None
+    summary: str
+    extra: dict[str, Any]
+
+    def fields(self) -> dict[str, Any]:
+        """The line's JSON object, without its check."""
+        return {
+            "at": self.at,
+            "event": self.event,
+            "generation": self.generation,
+            "seal": self.seal,
+            "summary": self.summary,
+            **self.extra,
+        }
+
+
+def _parse_line(raw: bytes) -> Entry | None:
+    """An entry if *raw* is a whole, self-consistent line; None if it is damaged."""
+    try:
+        fields = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(fields, dict) or not isinstance(fields.get("check"), str):
+        return None
+    if _check(fields) != fields["check"]:
+        return None
+    known = {"at", "event", "generation", "seal", "summary", "check"}
+    generation = fields.get("generation")
+    return Entry(
+        str(fields.get("event")),
+        str(fields.get("at")),
+        generation if isinstance(generation, int) and not isinstance(generation, bool) else None,
+        fields.get("seal") if isinstance(fields.get("seal"), str) else None,
+        str(fields.get("summary", "")),
+        {k: v for k, v in fields.items() if k not in known},
+    )
+
+
+class Journal:
+    """A thread's journal file. Appends are durable (fdatasync) and made by writers under the lock.
+
+    :param directory: the thread directory.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / JOURNAL_NAME
+        self.previous = directory / "journal.1.jsonl"
+
+    def append(self, event: str, *, generation: int | None, seal: str | None, summary: str, **extra: Any) -> Entry:
+        """Append one event line durably; a torn last line left by a crash is cut off first.
+
+        Call while holding the writers' lock.
+
+        :raises HandoffWriteError: if the line cannot be written and synced.
+        """
+        entry = Entry(
+            event,
+            dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            generation,
+            seal,
+            " ".join(summary.split())[:300],
+            extra,
+        )
+        fields = entry.fields()
+        line = json.dumps({**fields, "check": _check(fields)}, ensure_ascii=False) + "\n"
+        try:
+            created = not self.path.exists()
+            if not created and self.path.stat().st_size > ROTATE_BYTES:
+                self._rotate()
+                created = True
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            try:
+                self._cut_torn_tail(fd)
+                os.write(fd, line.encode("utf-8"))
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+            if created:
+                fsync_dir(self.path.parent)  # a new file's name is durable only with its directory's
+        except OSError as exc:
+            msg = f"cannot append to the journal: {exc.strerror or exc}"
+            raise HandoffWriteError(self.path, msg) from exc
+        return entry
+
+    def _cut_torn_tail(self, fd: int) -> None:
+        """Truncate a last line with no newline (a crash mid-append) so the next line starts clean."""
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return
+        start = max(0, size - _TAIL_BLOCK)
+        block = os.pread(fd, size - start, start)
+        if block.endswith(b"\n"):
+            return
+        cut = block.rfind(b"\n")
+        if cut < 0 and start > 0:
+            return  # a single line longer than the block: leave it; readers skip it as damaged
+        os.ftruncate(fd, start + cut + 1 if cut >= 0 else 0)
+
+    def _rotate(self) -> None:
+        os.replace(self.path, self.previous)
+        fsync_dir(self.path.parent)
+        self._start_after_rotation()
+
+    def _start_after_rotation(self) -> None:
+        """Start a fresh journal with a line saying where the older lines went."""
+        fields = Entry(
+            "rotated",
+            dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            None,
+            None,
+            f"older lines moved to {self.previous.name}",
+            {},
+        ).fields()
+        line = json.dumps({**fields, "check": _check(fields)}, ensure_ascii=False) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8"))
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    def last(self, event: str) -> tuple[Entry | None, list[str]]:
+        """The newest verified line of *event*, read from the end (a restore never reads it all).
+
+        :returns: the entry (or None) and the problems met on the way (damaged lines).
+        """
+        problems: list[str] = []
+        for raw, entry in self._backwards():
+            if entry is None:
+                problems.append(f"{self.path.name}: a damaged line ({raw[:60]!r}…) was skipped")
+                continue
+            if entry.event == event:
+                return entry, problems
+        return None, problems
+
+    def _backwards(self) -> Iterator[tuple[bytes, Entry | None]]:
+        for path in (self.path, self.previous):
+            try:
+                with path.open("rb") as handle:
+                    yield from _lines_backwards(handle)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                msg = f"cannot read the journal: {exc.strerror or exc}"
+                raise HandoffError(path, msg) from exc
+
+    def entries(self) -> tuple[list[Entry], list[str]]:
+        """Every line, oldest first (both files), with problems for damaged lines and where they are.
+
+        A torn last line is reported as torn; damage in the middle is reported with its line number.
+        """
+        entries: list[Entry] = []
+        problems: list[str] = []
+        for path in (self.previous, self.path):
+            with contextlib.suppress(FileNotFoundError):
+                data = path.read_bytes()
+                lines = data.split(b"\n")
+                torn = lines.pop() if lines else b""
+                for number, raw in enumerate(lines, 1):
+                    entry = _parse_line(raw)
+                    if entry is None:
+                        problems.append(f"{path.name} line {number} is damaged (its check does not match)")
+                    else:
+                        entries.append(entry)
+                if torn:
+                    problems.append(f"{path.name} ends in a torn line (a crash mid-append); the next append cuts it")
+        return entries, problems
+
+
+def _lines_backwards(handle: Any) -> Iterator[tuple[bytes, Entry | None]]:
+    """Yield complete lines from the end of a file, newest first, reading a block at a time.
+
+    A torn last line (no newline after it) is not a line yet and is not yielded.
+    """
+    handle.seek(0, os.SEEK_END)
+    position = handle.tell()
+    end = 0
+    while position > 0:  # the logical end: just past the last newline
+        size = min(_TAIL_BLOCK, position)
+        position -= size
+        handle.seek(position)
+        found = handle.read(size).rfind(b"\n")
+        if found >= 0:
+            end = position + found + 1
+            break
+    position, rest = end, b""
+    while position > 0:
+        size = min(_TAIL_BLOCK, position)
+        position -= size
+        handle.seek(position)
+        lines = (handle.read(size) + rest).split(b"\n")
+        rest = lines.pop(0)
+        for raw in reversed(lines):
+            if raw:
+                yield raw, _parse_line(raw)
+    if rest:
+        yield rest, _parse_line(rest)
