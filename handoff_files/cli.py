@@ -12,10 +12,19 @@ from typing import Any, Final
 from handoff_files import __version__
 from handoff_files.atomic import read_bytes, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, parse
+from handoff_files.doctor import examine
 from handoff_files.errors import HandoffError
 from handoff_files.loader import load
 from handoff_files.locate import migrate_path, open_handoff, primary_of, thread_of
-from handoff_files.render import briefing, history_table, migration_report, seal_text, to_json
+from handoff_files.render import (
+    briefing,
+    findings_report,
+    history_table,
+    migration_report,
+    seal_text,
+    timeline,
+    to_json,
+)
 from handoff_files.results import SaveReceipt
 from handoff_files.store import HandoffStore
 
@@ -120,6 +129,21 @@ def cmd_export(args: argparse.Namespace) -> str:
     return to_json({"path": args.output, "bytes": len(data)}) if args.json else f"wrote {args.output}\n"
 
 
+def cmd_doctor(args: argparse.Namespace) -> str:
+    findings = examine(HandoffStore(args.dir), repair=args.repair)
+    args.failed = any(f.level in ("error", "unrepaired") for f in findings)
+    if args.json:
+        return to_json([dataclasses.asdict(f) for f in findings])
+    return findings_report(findings)
+
+
+def cmd_log(args: argparse.Namespace) -> str:
+    entries, problems = thread_of(args.dir).journal.entries()
+    if args.json:
+        return to_json({"entries": [{**e.fields()} for e in entries], "problems": problems})
+    return timeline(entries, problems)
+
+
 def cmd_history(args: argparse.Namespace) -> str:
     entries = thread_of(args.dir).history()
     if args.json:
@@ -179,6 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="target_format", choices=["sw4rm"], required=True, help="output format")
     p.add_argument("dir", help="thread directory (restored) or handoff file")
     p.add_argument("-o", "--output", help="write exactly these bytes, durably, to FILE instead of stdout")
+
+    p = add("doctor", cmd_doctor, "check every channel of a thread and what a person can do; exit 1 on errors")
+    p.add_argument("dir", help="thread directory")
+    p.add_argument("--repair", action="store_true", help="rebuild what can be rebuilt, and say what could not")
+
+    p = add("log", cmd_log, "show the thread's journal as a readable timeline")
+    p.add_argument("dir", help="thread directory")
 
     p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")

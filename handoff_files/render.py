@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
+from handoff_files.doctor import Finding
+from handoff_files.journal import Entry
 from handoff_files.model import Handoff
 from handoff_files.results import HistoryEntry, MigrationReport, Restored
 
-__all__ = ["briefing", "history_table", "migration_report", "seal_text", "to_json"]
+__all__ = ["briefing", "findings_report", "history_table", "migration_report", "seal_text", "timeline", "to_json"]
 
 _WIDTH = 88
 
@@ -120,6 +122,29 @@ def migration_report(report: MigrationReport) -> str:
         f"{len(h.state.active_tasks) + len(h.state.blocked_tasks) + len(h.state.completed_tasks)} tasks"
     )
     return "\n".join(lines) + "\n"
+
+
+_MARKS: Final = {"ok": "ok  ", "warning": "WARN", "error": "BAD ", "repaired": "FIXED", "unrepaired": "LOST"}
+
+
+def findings_report(findings: Iterable[Finding]) -> str:
+    """Render the doctor's findings, one line each, with what a person can do."""
+    lines = []
+    for f in findings:
+        advice = f" — {f.advice}" if f.advice else ""
+        lines.append(f"{_MARKS[f.level]:<5} {f.what}{advice}")
+    return "\n".join(lines) + "\n"
+
+
+def timeline(entries: Iterable[Entry], problems: Iterable[str]) -> str:
+    """Render the journal as a readable timeline, oldest first, and what was damaged."""
+    lines = []
+    for e in entries:
+        when = e.at.replace("T", " ").rstrip("Z")
+        generation = f"gen {e.generation}" if e.generation is not None else ""
+        lines.append(f"{when}  {e.event:<11} {generation:<10} {e.summary}")
+    lines += [f"note: {problem}" for problem in problems]
+    return "\n".join(lines) + "\n" if lines else "(the journal is empty)\n"
 
 
 def to_json(value: Any) -> str:
