@@ -175,6 +175,8 @@ class Journal:
         :returns: the entry (or None) and the problems met on the way (damaged lines).
         """
         problems: list[str] = []
+        if _torn(self.path):
+            problems.append(f"{self.path.name} ends in a torn line (a crash mid-append); the next append cuts it")
         for raw, entry in self._backwards():
             if entry is None:
                 problems.append(f"{self.path.name}: a damaged line ({raw[:60]!r}…) was skipped")
@@ -215,6 +217,19 @@ class Journal:
                 if torn:
                     problems.append(f"{path.name} ends in a torn line (a crash mid-append); the next append cuts it")
         return entries, problems
+
+
+def _torn(path: Path) -> bool:
+    """Whether the file's last byte is not a newline (a line cut short)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 def _lines_backwards(handle: Any) -> Iterator[tuple[bytes, Entry | None]]:

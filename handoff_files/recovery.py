@@ -140,7 +140,8 @@ def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
     newest = found.newest
     problems = list(newest.problems if newest is not None else found.problems)
     mirror, last = _channels(store, problems)
-    expected = max(mirror.generation if mirror else 0, last.generation or 0 if last else 0)
+    # the newest generation any channel knows of (a damaged file's number counts: it was saved)
+    expected = max(mirror.generation if mirror else 0, (last.generation or 0) if last else 0, found.highest)
     if newest is not None and newest.generation >= expected:
         problems.extend(_cross_check(newest, mirror, last))
         return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)
@@ -183,6 +184,11 @@ def _cross_check(newest: Restored, mirror: Mirror | None, last: Entry | None) ->
         )
     if last is not None and last.generation == newest.generation and last.seal != seal:
         notes.append(f"the journal's last save of generation {last.generation} has another seal")
+    if last is not None and last.generation is not None and last.generation < newest.generation:
+        notes.append(
+            f"the journal's last save is generation {last.generation}, behind generation {newest.generation}: "
+            "a save was interrupted after its commit, or the journal lost lines"
+        )
     return notes
 
 

@@ -257,7 +257,7 @@ class Watcher:
     def _refresh(self) -> None:
         """Re-read the primary, verify it, and deliver it if it is new."""
         store = self._store
-        if not store.primary.exists():
+        if not store.primary.exists() and any((self.path / name).exists() for name in _PRIMARY_NAMES):
             # the format is chosen from the files present: a first save may have made handoff.yaml
             try:
                 store = self._store = HandoffStore(self.path)
