@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.report import machine_facts, markdown_table, ms, text_table, verdict, write_report
