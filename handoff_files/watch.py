@@ -148,15 +148,19 @@ class Watcher:
     def stop(self) -> None:
         """Stop watching and join the observer's and the watcher's threads; idempotent.
 
-        A callback running at the time finishes first; none runs after this returns (unless
-        called from a callback itself, which returns at once).
+        A callback running at the time finishes first; none runs after this returns. Called
+        from a callback, it returns at once and the watcher's thread ends after that callback.
         """
         with self._cond:
-            if self._stopping:
-                return
+            first = not self._stopping
             self._stopping = True
             self._cond.notify_all()
-        self._stop_observer()
+        observer = self._observer
+        if observer is not None:
+            if first:
+                observer.stop()
+            if observer.ident is not None:  # started: join it (joining a thread never started raises)
+                observer.join()
         worker = self._worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
@@ -197,21 +201,13 @@ class Watcher:
         except NoHandoffError:
             initial = None
         except BaseException:
-            self._stop_observer()
+            self.stop()
             raise
         if initial is not None:
             self._deliver(initial)
         self._guarded_refresh()
         self._worker = threading.Thread(target=self._run, name=f"handoff-watch {self.path.name}", daemon=True)
         self._worker.start()
-
-    def _stop_observer(self) -> None:
-        observer = self._observer
-        if observer is None:
-            return
-        observer.stop()
-        if observer.ident is not None:  # started: join it (joining a thread never started raises)
-            observer.join()
 
     # -- the watcher's own thread ---------------------------------------------------------------
 
