@@ -144,6 +144,22 @@ def cmd_log(args: argparse.Namespace) -> str:
     return timeline(entries, problems)
 
 
+def cmd_run(args: argparse.Namespace) -> str:
+    # imported here: only this command pays for the supervisor
+    from handoff_files.supervise import supervise  # noqa: PLC0415
+
+    result = supervise(
+        args.dir,
+        args.agent_command,
+        max_restarts=args.max_restarts,
+        ack_timeout=args.ack_timeout,
+        on_missing_ack="restart" if args.restart_on_missing_ack else "stop",
+    )
+    args.failed = result.exit_code != 0
+    # the story (restores, deaths, restarts, the reason) went to stderr as it happened; stdout is the agent's
+    return to_json(dataclasses.asdict(result)) if args.json else ""
+
+
 def cmd_history(args: argparse.Namespace) -> str:
     entries = thread_of(args.dir).history()
     if args.json:
@@ -210,6 +226,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("log", cmd_log, "show the thread's journal as a readable timeline")
     p.add_argument("dir", help="thread directory")
+
+    p = add("run", cmd_run, "run an agent on a thread: restart it when it dies, check it acknowledges its context")
+    p.add_argument("dir", help="thread directory (HANDOFF_DIR in the agent's environment)")
+    p.add_argument("--max-restarts", type=int, default=10, metavar="N", help="restarts before giving up (default 10)")
+    p.add_argument(
+        "--ack-timeout", type=float, default=10.0, metavar="S", help="seconds the agent has to acknowledge (default 10)"
+    )
+    p.add_argument(
+        "--restart-on-missing-ack",
+        action="store_true",
+        help="restart an agent that does not acknowledge its context (default: stop it and exit 1)",
+    )
+    p.add_argument("agent_command", nargs="+", metavar="COMMAND", help="the agent's command, after --")
 
     p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")

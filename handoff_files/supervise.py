@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from types import FrameType
 from typing import Any, Final, Literal
 
@@ -19,7 +18,7 @@ from handoff_files.errors import HandoffError, HandoffValidationError, NoHandoff
 from handoff_files.journal import JOURNAL_NAME, Journal
 from handoff_files.mirror import MIRROR_NAME
 from handoff_files.results import Restored
-from handoff_files.store import HISTORY_DIR, HandoffStore
+from handoff_files.store import HISTORY_DIR, PRIMARY_STEM, HandoffStore
 
 __all__ = ["RunResult", "supervise"]
 
@@ -52,7 +51,7 @@ def _to_stderr(message: str) -> None:
     print(f"handoff run: {message}", file=sys.stderr, flush=True)
 
 
-def supervise(  # noqa: PLR0913 -- keyword-only flags, one per documented behaviour
+def supervise(
     thread_dir: str | os.PathLike[str],
     command: Sequence[str],
     *,
@@ -73,9 +72,12 @@ def supervise(  # noqa: PLR0913 -- keyword-only flags, one per documented behavi
     (:meth:`HandoffStore.acknowledge`, a journal "resumed" line) within *ack_timeout* seconds,
     or it is reported as started without its context and stopped (or restarted). An agent that
     dies is restarted with exponential backoff, at most *max_restarts* times; exit 0 ends the run.
-    SIGTERM and SIGINT (when called from the main thread) are forwarded to the agent and end the
-    run. The agent runs in its own process group, and the whole group is stopped on every way
-    out, so no process is left behind. Every start, restore and death is told to *report*.
+    SIGTERM and SIGINT are forwarded to the agent and end the run (only when called from the main
+    thread: elsewhere signals cannot be caught, and the run ends by itself). The agent runs in its
+    own process group with stdin from ``/dev/null``; the whole group is stopped on every way out,
+    so no process is left behind. Every start, restore and death is told to *report*. A thread
+    whose files exist but none verifies is not started at all: that would be an agent started
+    without its context.
 
     :param thread_dir: the thread directory.
     :param command: the agent's argv.
@@ -91,6 +93,7 @@ def supervise(  # noqa: PLR0913 -- keyword-only flags, one per documented behavi
     :returns: how the run ended; ``exit_code`` 0 only if the agent finished.
     :raises HandoffValidationError: if an argument is out of range.
     :raises InvalidNameError: if the directory's name is not a valid thread id.
+    :raises HandoffError: if the thread directory cannot be opened as a store.
     """
     store = HandoffStore(thread_dir)
     problems = [
@@ -142,7 +145,9 @@ class _Outcome:
 
 
 class _Supervisor:
-    def __init__(self, store: HandoffStore, command: list[str], policy: _Policy, env: dict[str, str], report: Report):
+    def __init__(
+        self, store: HandoffStore, command: list[str], policy: _Policy, env: dict[str, str], report: Report
+    ) -> None:
         self.store = store
         self.journal = Journal(store.path)
         self.command = command
@@ -193,57 +198,69 @@ class _Supervisor:
     def run(self) -> RunResult:
         restored = self._restore()
         if isinstance(restored, str):
-            self.report(restored)
-            return self._result(1, restored)
+            return self._fail(restored)
         self._tell_restore(restored)
         failures = 0  # consecutive runs that saved nothing: the backoff doubles with each
         while True:
-            if self.signals:
-                return self._stopped_by_signal(None)
-            # the journal's newest "resumed" line before the start: the agent's must differ from it
-            ack = _AckWatch(self.journal, restored, self.report) if restored is not None else None
-            started = self._start(restored)
-            if isinstance(started, str):
-                self.report(started)
-                return self._result(1, started)
-            outcome = self._watch(started, ack)
-            self.acknowledged += outcome.acknowledged
-            why = self._why(outcome, restored)
-            if outcome.kind == "signal":
-                return self._stopped_by_signal(outcome)
-            if outcome.kind == "exited" and outcome.status == 0:
-                if restored is not None and not outcome.acknowledged:
-                    self.report(why)
-                    return self._result(1, f"{why}: it may have worked without its context")
-                result = self._result(0, "the agent finished")
-                reason = f"the agent finished (exit 0) at generation {result.last_generation}, after " + _plural(
-                    self.restarts, "restart"
-                )
-                self.report(reason)
-                return dataclasses.replace(result, reason=reason)
-            if outcome.kind == "no-ack":
-                self.report(f"{why}; stopping it")
-                self.stop_agent()
-                if self.policy.on_missing_ack == "stop":
-                    return self._result(1, f"{why}; stopped it")
+            why = self._start_and_watch(restored)
+            if isinstance(why, RunResult):
+                return why
             if self.restarts >= self.policy.max_restarts:
                 self.report(f"{why}; not restarting it: it was restarted {_plural(self.restarts, 'time')} already")
-                return self._result(1, f"gave up after {_plural(self.restarts, 'restart')}: {why}")
+                return self._fail(f"gave up after {_plural(self.restarts, 'restart')}: {why}", told=True)
             before = self.generation
             restored = self._restore()
             if isinstance(restored, str):
-                self.report(f"{why}; {restored}")
-                return self._result(1, restored)
+                return self._fail(f"{why}; {restored}")
             failures = 0 if self.generation > before else failures + 1
             delay = min(self.policy.backoff * 2 ** max(failures - 1, 0), self.policy.max_backoff)
             self.restarts += 1
             self.report(
-                f"{why}; restarting in {delay:.1f} s from generation {self.generation} "
+                f"{why}; restarting in {delay:.2g} s from generation {self.generation} "
                 f"(restart {self.restarts} of {self.policy.max_restarts})"
             )
             self._tell_restore(restored)
             if not self._sleep(delay):
                 return self._stopped_by_signal(None)
+
+    def _start_and_watch(self, restored: Restored | None) -> RunResult | str:
+        """Start the agent once and watch it: the run's result if this ends it, else why to restart."""
+        if self.signals:
+            return self._stopped_by_signal(None)
+        # the journal's newest "resumed" line before the start: the agent's must differ from it
+        ack = _AckWatch(self.journal, restored, self.report) if restored is not None else None
+        started = self._start(restored)
+        if isinstance(started, str):
+            return self._fail(started)
+        outcome = self._watch(started, ack)
+        self.acknowledged += outcome.acknowledged
+        why = self._why(outcome, restored)
+        if outcome.kind == "signal":
+            return self._stopped_by_signal(outcome)
+        if outcome.kind == "exited" and outcome.status == 0:
+            return self._finished(why, restored, outcome)
+        if outcome.kind == "no-ack":
+            self.stop_agent()
+            why = f"{why}; stopped it"
+            if self.policy.on_missing_ack == "stop":
+                return self._fail(why)
+        return why
+
+    def _finished(self, why: str, restored: Restored | None, outcome: _Outcome) -> RunResult:
+        """The agent exited 0: done, unless it never acknowledged the context it was given."""
+        if restored is not None and not outcome.acknowledged:
+            return self._fail(f"{why}: it may have done its work without its context")
+        result = self._result(0, "")
+        reason = f"the agent finished (exit 0) at generation {result.last_generation}, after " + _plural(
+            self.restarts, "restart"
+        )
+        self.report(reason)
+        return dataclasses.replace(result, reason=reason)
+
+    def _fail(self, reason: str, *, told: bool = False) -> RunResult:
+        if not told:
+            self.report(reason)
+        return self._result(1, reason)
 
     def _result(self, exit_code: int, reason: str) -> RunResult:
         with contextlib.suppress(HandoffError):
@@ -255,7 +272,7 @@ class _Supervisor:
         if outcome is None:  # it came between two starts
             reason = f"stopped by {name} before the agent was (re)started"
         else:
-            reason = f"stopped by {name}: passed it on to the agent, which {_status(outcome.status or 0)}"
+            reason = f"stopped by {name} (passed on to the agent: {_status(outcome.status or 0)})"
         self.report(reason)
         return self._result(1, reason)
 
@@ -271,7 +288,7 @@ class _Supervisor:
 
     # -- restore -----------------------------------------------------------------------------
 
-    def _restore(self) -> Restored | None | str:
+    def _restore(self) -> Restored | str | None:
         """The generation the next start resumes from (None: a fresh start), or why there is none."""
         try:
             restored = self.store.restore()
@@ -288,13 +305,12 @@ class _Supervisor:
 
     def _holds_anything(self) -> bool:
         """Whether the thread has any file a save writes (a fresh thread has none, or only empty folders)."""
-        path = self.store.path
-        names = ("handoff.json", "handoff.yaml", MIRROR_NAME, JOURNAL_NAME, self.journal.previous.name)
+        names = (f"{PRIMARY_STEM}.json", f"{PRIMARY_STEM}.yaml", MIRROR_NAME, JOURNAL_NAME, self.journal.previous.name)
+        history = self.store.history_dir
         try:
-            if any((path / name).exists() for name in names):
-                return True
-            return (path / HISTORY_DIR).is_dir() and any(
-                not entry.name.startswith(".") for entry in (path / HISTORY_DIR).iterdir()
+            listed = os.listdir(history) if history.is_dir() else []  # a temp file (".name") is no save
+            return any((self.store.path / name).exists() for name in names) or any(
+                not name.startswith(".") for name in listed
             )
         except OSError:
             return True  # cannot look: assume there is something to lose
@@ -317,11 +333,15 @@ class _Supervisor:
     # -- one start ---------------------------------------------------------------------------
 
     def _start(self, restored: Restored | None) -> subprocess.Popen[bytes] | str:
-        env = {**self.env, "HANDOFF_DIR": str(self.store.path), "HANDOFF_GENERATION": str(self.generation)}
+        # abspath, not the store's absolute(): a person reading the environment gets no "..", and no
+        # symlink is resolved behind their back
+        directory = os.path.abspath(self.store.path)  # noqa: PTH100 -- resolve() would follow symlinks
+        env = {**self.env, "HANDOFF_DIR": directory, "HANDOFF_GENERATION": str(self.generation)}
         try:
             # its own process group: the terminal's Ctrl-C reaches the supervisor, which forwards
-            # it; and the group lets a stop reach whatever the agent started
-            self.proc = subprocess.Popen(self.command, env=env, process_group=0)
+            # it, and a stop reaches whatever the agent started; no stdin: an agent restarted in a
+            # background group would be stopped (SIGTTIN) by a read from the terminal, silently
+            self.proc = subprocess.Popen(self.command, env=env, stdin=subprocess.DEVNULL, process_group=0)
         except OSError as exc:
             return f"cannot start the agent {self.command[0]!r}: {exc.strerror or exc}"
         wait = f"; it has {self.policy.ack_timeout:g} s to acknowledge it" if restored is not None else ""
@@ -339,8 +359,9 @@ class _Supervisor:
                 # looked at after the exit too: an agent killed just after its "resumed" line did acknowledge
                 acknowledged = ack.arrived()
             if status is not None:
+                seconds = time.monotonic() - started
                 self._sweep_group(proc)
-                return _Outcome("exited", status, time.monotonic() - started, acknowledged)
+                return _Outcome("exited", status, seconds, acknowledged)
             if self.signals:
                 status = self._stop(proc, forward=True)
                 return _Outcome("signal", status, time.monotonic() - started, acknowledged)
@@ -350,17 +371,18 @@ class _Supervisor:
 
     def _why(self, outcome: _Outcome, restored: Restored | None) -> str:
         """The plain-words story of how a start ended."""
+        generation = 0 if restored is None else restored.generation
         if outcome.kind == "no-ack":
-            detail = "" if restored is None else f" of generation {restored.generation}"
             return (
-                f"the agent started without its context: no acknowledgement{detail} within "
+                f"the agent started without its context: no acknowledgement of generation {generation} within "
                 f'{self.policy.ack_timeout:g} s (no new "resumed" line in the journal)'
             )
-        status = outcome.status if outcome.status is not None else 0
-        unacked = " before acknowledging its context" if restored is not None and not outcome.acknowledged else ""
-        if outcome.kind == "exited" and status == 0 and unacked:
-            return f"the agent finished (exit 0) after {outcome.seconds:.1f} s without acknowledging its context"
-        return f"agent {_status(status)} after {outcome.seconds:.1f} s{unacked}"
+        status, seconds = outcome.status or 0, outcome.seconds
+        if restored is None or outcome.acknowledged:
+            return f"agent {_status(status)} after {seconds:.1f} s"
+        if status == 0:
+            return f"the agent finished (exit 0) after {seconds:.1f} s without acknowledging generation {generation}"
+        return f"agent {_status(status)} after {seconds:.1f} s before acknowledging its context"
 
     # -- stopping ----------------------------------------------------------------------------
 
@@ -425,7 +447,7 @@ class _AckWatch:
 
     def _stat(self) -> tuple[int, int, int] | None:
         try:
-            st = os.stat(self.journal.path)
+            st = self.journal.path.stat()
         except OSError:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
