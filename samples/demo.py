@@ -1,7 +1,8 @@
-"""``make demo``: an agent is killed with SIGKILL mid-run, restarted, and continues from its handoff."""
+"""``make demo``: an agent under ``handoff run`` is killed with SIGKILL mid-run, restarted, and continues."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -9,37 +10,46 @@ import sys
 import tempfile
 from pathlib import Path
 
-from handoff_files import HandoffStore
+from handoff_files import HandoffError, HandoffStore
 
 AGENT = Path(__file__).with_name("demo_agent.py")
 KILL_AFTER_STEP = 3
 
 
 def main() -> int:
-    """Run the agent, kill it after step 3, run it again, and check no step ran twice."""
+    """Run the agent under the supervisor, kill the agent after step 3, and check it continued."""
     workdir = Path(tempfile.mkdtemp(prefix="handoff-demo-"))
     thread = workdir / "importer-fix"
     try:
         print(f"demo: thread directory {thread}")
-        first = subprocess.Popen([sys.executable, str(AGENT), str(thread)], stdout=subprocess.PIPE, text=True)
-        for line in first.stdout or ():
-            print(line, end="")
-            if f"step {KILL_AFTER_STEP}/" in line:
-                first.send_signal(signal.SIGKILL)
-                break
-        first.wait()
-        print(f"demo: killed the agent with SIGKILL (exit status {first.returncode}) in the middle of its work")
-        print("demo: starting it again")
-        second = subprocess.run([sys.executable, str(AGENT), str(thread)], capture_output=True, text=True, check=True)
-        print(second.stdout, end="")
-        handoff = HandoffStore(thread).restore().handoff
+        print("demo: running the agent under `handoff run` (the supervisor speaks as `handoff run:`)")
+        command = [sys.executable, "-m", "handoff_files", "run", str(thread), "--max-restarts", "3", "--"]
+        run = subprocess.Popen(
+            [*command, sys.executable, str(AGENT)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        pid, killed = None, False
+        for line in run.stdout or ():
+            print(line, end="", flush=True)
+            if line.startswith("agent: started, pid "):
+                pid = int(line.rsplit(" ", 1)[1])
+            if not killed and pid is not None and f"step {KILL_AFTER_STEP}/" in line:
+                print(f"demo: killing the agent (pid {pid}) with SIGKILL in the middle of its work", flush=True)
+                os.kill(pid, signal.SIGKILL)
+                killed = True
+        run.wait()
+        try:
+            handoff = HandoffStore(thread).restore().handoff
+        except HandoffError as exc:
+            print(f"demo: FAILED: {exc}", file=sys.stderr)
+            return 1
         done = handoff.state.completed_tasks
-        if "continuing with step" not in second.stdout or len(done) != len(set(done)):
+        resumed, _ = HandoffStore(thread).journal.last("resumed")
+        if run.returncode != 0 or not killed or resumed is None or len(done) != len(set(done)):
             print("demo: FAILED: the agent did not continue from its handoff", file=sys.stderr)
             return 1
         print(
-            f"demo: the restarted agent continued from its handoff; generation {handoff.generation}, "
-            f"{len(done)} steps each done once"
+            f"demo: the restarted agent acknowledged generation {resumed.generation} and continued from it; "
+            f"it finished at generation {handoff.generation} with {len(done)} steps, each done once"
         )
         return 0
     finally:

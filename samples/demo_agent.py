@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -21,6 +22,7 @@ STEPS = [
 
 def main(thread: str, delay: float) -> int:
     """Run the agent on *thread*, sleeping *delay* seconds per step (the work)."""
+    print(f"agent: started, pid {os.getpid()}", flush=True)
     store = HandoffStore(thread, agent_id="demo-agent")
     try:
         restored = store.restore()
@@ -29,6 +31,8 @@ def main(thread: str, delay: float) -> int:
         print("agent: no handoff found, starting from the beginning", flush=True)
     else:
         done = list(restored.handoff.state.completed_tasks)
+        # the proof the context reached the agent: the supervisor waits for this journal line
+        store.acknowledge(restored)
         print(
             f"agent: restored generation {restored.generation} from the {restored.source}; "
             f"{len(done)} of {len(STEPS)} steps already done, continuing with step {len(done) + 1} "
@@ -61,4 +65,6 @@ def main(thread: str, delay: float) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.3))
+    # under `handoff run` the thread comes from HANDOFF_DIR; alone, from the command line
+    thread_dir = os.environ.get("HANDOFF_DIR") or sys.argv[1]
+    sys.exit(main(thread_dir, float(os.environ.get("DEMO_DELAY", "0.3"))))

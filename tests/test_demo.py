@@ -1,0 +1,31 @@
+"""make demo's job: an agent under `handoff run` is SIGKILLed mid-run, restarted, acknowledges, and continues."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.conftest import ROOT
+
+
+def test_the_demo_kills_the_agent_and_it_continues_from_its_handoff(
+    python: str, subprocess_env: dict[str, str]
+) -> None:
+    done = subprocess.run(
+        [python, str(ROOT / "samples" / "demo.py")],
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    for line in (
+        "killing the agent",
+        "handoff run: agent killed by SIGKILL",
+        "handoff run: the agent acknowledged its context: resumed from generation 3",
+        "continuing with step 4 instead of starting over",
+        "with 8 steps, each done once",
+    ):
+        assert line in out, out
+    assert out.count("agent: step 3/8 done") == 1
