@@ -174,7 +174,7 @@ def _check_journal(store: HandoffStore, newest: Handoff | None, findings: list[F
             findings.append(Finding("warning", problem, "`handoff doctor --repair` cuts it (so does the next save)"))
         else:
             findings.append(Finding("unrepaired" if repair else "error", problem, "the line is lost; the rest reads"))
-    saves = [e for e in entries if e.event == "saved"]
+    saves = [e for e in entries if e.event in ("saved", "sealed", "migrated")]
     if not saves:
         findings.append(Finding("warning", f"{JOURNAL_NAME} records no save"))
         return

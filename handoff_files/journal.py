@@ -169,8 +169,8 @@ class Journal:
         finally:
             os.close(fd)
 
-    def last(self, event: str) -> tuple[Entry | None, list[str]]:
-        """The newest verified line of *event*, read from the end (a restore never reads it all).
+    def last(self, *events: str) -> tuple[Entry | None, list[str]]:
+        """The newest verified line of any of *events*, read from the end (a restore never reads it all).
 
         :returns: the entry (or None) and the problems met on the way (damaged lines).
         """
@@ -181,7 +181,7 @@ class Journal:
             if entry is None:
                 problems.append(f"{self.path.name}: a damaged line ({raw[:60]!r}…) was skipped")
                 continue
-            if entry.event == event:
+            if entry.event in events:
                 return entry, problems
         return None, problems
 

@@ -121,7 +121,7 @@ def _channels(store: HandoffStore, problems: list[str]) -> tuple[Mirror | None, 
         problems.append(f"{MIRROR_NAME} is missing")
     except HandoffError as exc:
         problems.append(f"{MIRROR_NAME}: {exc.reason}")
-    last, damaged = store.journal.last("saved")
+    last, damaged = store.journal.last("saved", "sealed", "migrated")
     problems.extend(damaged)
     if last is None and not damaged:
         problems.append("the journal has no save recorded")

@@ -233,7 +233,7 @@ class HandoffStore:
             except UnsealedEditError as exc:
                 if exc.handoff is None:  # the loader always attaches it; refuse rather than guess
                     raise
-                return self._save_locked(dump_layers(exc.handoff.content()), head, listing)
+                return self._save_locked(dump_layers(exc.handoff.content()), head, listing, event="sealed")
             if current.seal is None:
                 msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed 2.0 generation"
                 raise HandoffError(self.primary, msg)
@@ -286,7 +286,9 @@ class HandoffStore:
                 f"sealed by `handoff migrate` as generation {generation} of thread "
                 f"{self._thread_id or head.thread_id or self.path.name!r}, which gives it its agent and thread ids"
             )
-            receipt = self._save_locked(layers, head, listing, lineage=lineage, after=handoff.generation)
+            receipt = self._save_locked(
+                layers, head, listing, lineage=lineage, after=handoff.generation, event="migrated"
+            )
         return MigrationReport(path, migrated.schema_version, handoff, tuple(migrated.notes), receipt, dry_run)
 
     def _save_locked(
@@ -297,6 +299,7 @@ class HandoffStore:
         *,
         lineage: dict[str, Any] | None = None,
         after: int = 0,
+        event: str = "saved",
     ) -> SaveReceipt:
         if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
             msg = (
@@ -360,7 +363,9 @@ class HandoffStore:
         )
         # the primary and state.json share one directory fsync
         write_durable_together([(self.primary, data), (self.mirror_path, mirror)])
-        self.journal.append("saved", generation=generation, seal=seal_text, **summary_fields(document))
+        # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
+        # or "migrated" (an older file rewritten); all three carry the summary a rebuild reads
+        self.journal.append(event, generation=generation, seal=seal_text, **summary_fields(document))
         self._prune([(generation, history_file.name), *listing])
         st = os.lstat(self.primary)
         self._cache = (

@@ -308,7 +308,7 @@ def _kill_run(
     supervisor: Any, python: str, thread: Path, tmp_path: Path, *, kills: int, seed: int
 ) -> tuple[dict[str, int], RunResult]:
     # each agent gets at most a few steps done before its kill, so this many steps outlast the kills
-    steps = 6 * kills + 20
+    steps = 12 * kills + 50  # a margin wide enough that the task always outlasts the kills (6x was not)
     pidfile = tmp_path / "agent.pid"
     sup = supervisor(
         thread,
