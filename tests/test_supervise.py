@@ -171,14 +171,22 @@ def _kill_agent(pid: int, supervisor_pid: int) -> bool:
     try:
         # checked after the pidfd is open: if the pid was reused meanwhile, the pidfd's process is
         # dead and the send below fails
-        if _parent_of(pid) != supervisor_pid:
-            return False
+        if _parent_of(pid) != supervisor_pid or _zombie(pid):
+            return False  # not ours, or already finished (a signal to a zombie "succeeds" and does nothing)
         signal.pidfd_send_signal(fd, signal.SIGKILL)
         return True
     except ProcessLookupError:
         return False
     finally:
         os.close(fd)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether *pid* has exited and waits to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def _live_processes_with(marker: str) -> list[int]:
@@ -308,7 +316,7 @@ def _kill_run(
     supervisor: Any, python: str, thread: Path, tmp_path: Path, *, kills: int, seed: int
 ) -> tuple[dict[str, int], RunResult]:
     # each agent gets at most a few steps done before its kill, so this many steps outlast the kills
-    steps = 12 * kills + 50  # a margin wide enough that the task always outlasts the kills (6x was not)
+    steps = 20 * kills + 50  # a margin wide enough that the task always outlasts the kills (6x was not)
     pidfile = tmp_path / "agent.pid"
     sup = supervisor(
         thread,
