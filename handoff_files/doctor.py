@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from handoff_files.atomic import read_bytes, remove_stray_temps, stray_temps, write_durable
+from handoff_files.atomic import fsync_dir, read_bytes, remove_stray_temps, stray_temps, write_durable
 from handoff_files.codec import MAX_FILE_BYTES
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError
-from handoff_files.journal import JOURNAL_NAME
+from handoff_files.journal import JOURNAL_NAME, torn
 from handoff_files.loader import load
 from handoff_files.mirror import MIRROR_NAME, mirror_bytes, read_mirror
 from handoff_files.model import Handoff
@@ -57,6 +58,20 @@ def examine(store: HandoffStore, *, repair: bool = False) -> list[Finding]:
 def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
     findings: list[Finding] = []
     newest = _check_history(store, findings)
+    try:
+        ahead = read_mirror(store.mirror_path).generation
+    except HandoffError:
+        ahead = 0
+    if newest is not None and ahead > newest[0].generation:
+        # state.json holds the only exact copy of a newer generation: never repair backwards from history
+        findings.append(
+            Finding(
+                "unrepaired" if repair else "error",
+                f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost",
+                "restore() rebuilds it (state exact); save the rebuilt handoff to seal it again",
+            )
+        )
+        newest = None
     _check_primary(store, newest, findings, repair=repair)
     _check_mirror(store, newest, findings, repair=repair)
     _check_journal(store, newest, findings, repair=repair)
@@ -65,9 +80,10 @@ def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
     return findings
 
 
-def _check_history(store: HandoffStore, findings: list[Finding]) -> Handoff | None:
-    """Verify every history generation and the parent chain; return the newest verified one."""
+def _check_history(store: HandoffStore, findings: list[Finding]) -> tuple[Handoff, Path] | None:
+    """Verify every history generation and the parent chain; return the newest verified one and its file."""
     verified: dict[int, Handoff] = {}
+    files: dict[int, Path] = {}
     listing = store._history_generations()
     for generation, name in listing:
         try:
@@ -81,6 +97,7 @@ def _check_history(store: HandoffStore, findings: list[Finding]) -> Handoff | No
             findings.append(Finding("error", f"history/{name} holds generation {handoff.generation}"))
             continue
         verified[generation] = handoff
+        files[generation] = store.history_dir / name
     for generation, handoff in sorted(verified.items()):
         before = verified.get(generation - 1)
         if before is not None and before.seal is not None and handoff.parent != str(before.seal):
@@ -94,11 +111,14 @@ def _check_history(store: HandoffStore, findings: list[Finding]) -> Handoff | No
         findings.append(Finding("ok", f"history/ holds {len(verified)} verified generation(s), {low} to {high}"))
     elif not listing:
         findings.append(Finding("warning", "history/ holds no generations"))
-    return verified[max(verified)] if verified else None
+    return (verified[max(verified)], files[max(verified)]) if verified else None
 
 
-def _check_primary(store: HandoffStore, newest: Handoff | None, findings: list[Finding], *, repair: bool) -> None:
+def _check_primary(
+    store: HandoffStore, found: tuple[Handoff, Path] | None, findings: list[Finding], *, repair: bool
+) -> None:
     name = store.primary.name
+    newest = found[0] if found else None
     try:
         primary = load(store.primary, follow_symlinks=False)
     except HandoffNotFoundError:
@@ -111,16 +131,21 @@ def _check_primary(store: HandoffStore, newest: Handoff | None, findings: list[F
         else:
             findings.append(Finding("ok", f"{name} verifies: generation {primary.generation}"))
             return
-    if newest is None:
-        findings.append(Finding("error", problem, "nothing verified to rewrite it from"))
+    if found is None or newest is None:
+        findings.append(Finding("unrepaired" if repair else "error", problem, "nothing verified to rewrite it from"))
         return
-    source = store.history_dir / f"{newest.generation:08d}{store.primary.suffix}"
+    source = found[1]
+    if source.suffix != store.primary.suffix:
+        findings.append(Finding("unrepaired" if repair else "error", problem, f"the newest copy is {source.name}"))
+        return
     if not repair:
         findings.append(Finding("error", problem, f"`handoff doctor --repair` rewrites it from {source.name}"))
         return
     if store.primary.exists():
-        kept = store.history_dir / f"displaced-doctor-{os.getpid()}-{name}"
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        kept = store.history_dir / f"displaced-doctor-{stamp}-{name}"
         os.replace(store.primary, kept)
+        fsync_dir(store.history_dir)
         problem += f" (kept as history/{kept.name})"
     data, _ = read_bytes(source, MAX_FILE_BYTES, follow_symlinks=False)
     write_durable(store.primary, data)
@@ -130,7 +155,10 @@ def _check_primary(store: HandoffStore, newest: Handoff | None, findings: list[F
     findings.append(Finding("repaired", problem, f"rewrote it from history/{source.name}"))
 
 
-def _check_mirror(store: HandoffStore, newest: Handoff | None, findings: list[Finding], *, repair: bool) -> None:
+def _check_mirror(
+    store: HandoffStore, found: tuple[Handoff, Path] | None, findings: list[Finding], *, repair: bool
+) -> None:
+    newest = found[0] if found else None
     try:
         mirror = read_mirror(store.mirror_path)
     except HandoffNotFoundError:
@@ -164,11 +192,16 @@ def _check_mirror(store: HandoffStore, newest: Handoff | None, findings: list[Fi
     findings.append(Finding("repaired", problem, f"rewrote it from generation {newest.generation}"))
 
 
-def _check_journal(store: HandoffStore, newest: Handoff | None, findings: list[Finding], *, repair: bool) -> None:
+def _check_journal(
+    store: HandoffStore, found: tuple[Handoff, Path] | None, findings: list[Finding], *, repair: bool
+) -> None:
+    newest = found[0] if found else None
     entries, problems = store.journal.entries()
     for problem in problems:
         if "torn" in problem and repair:
-            _cut_torn(store.journal.path)
+            for path in (store.journal.path, store.journal.previous):
+                if torn(path):
+                    _cut_torn(path)
             findings.append(Finding("repaired", problem, "cut the torn line"))
         elif "torn" in problem:
             findings.append(Finding("warning", problem, "`handoff doctor --repair` cuts it (so does the next save)"))
@@ -204,7 +237,14 @@ def _check_modes(store: HandoffStore, findings: list[Finding], *, repair: bool) 
     wide = []
     for directory, _, files in os.walk(store.path):
         for path, want in [(Path(directory), 0o700), *((Path(directory) / f, 0o600) for f in files)]:
-            mode = stat.S_IMODE(path.lstat().st_mode)
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue  # a writer's temp file or a pruned generation, gone since the listing
+            if stat.S_ISLNK(st.st_mode):
+                findings.append(Finding("warning", f"{path} is a symbolic link", "the store never follows it"))
+                continue
+            mode = stat.S_IMODE(st.st_mode)
             if mode & ~want:
                 wide.append((path, mode, want))
     for path, mode, want in wide:

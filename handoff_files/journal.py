@@ -17,12 +17,7 @@ import orjson
 from handoff_files.atomic import fsync_dir
 from handoff_files.errors import HandoffError, HandoffWriteError
 
-__all__ = [
-    "EVENTS",
-    "JOURNAL_NAME",
-    "Entry",
-    "Journal",
-]
+__all__ = ["EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
 
 JOURNAL_NAME: Final = "journal.jsonl"
 #: The events a journal records.
@@ -68,11 +63,14 @@ def _parse_line(raw: bytes) -> Entry | None:
     """An entry if *raw* is a whole, self-consistent line; None if it is damaged."""
     try:
         fields = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(fields, dict) or not isinstance(fields.get("check"), str):
         return None
-    if _check(fields) != fields["check"]:
+    try:
+        if _check(fields) != fields["check"]:
+            return None
+    except (TypeError, ValueError, RecursionError):  # an integer past 64 bits, nesting orjson refuses …
         return None
     known = {"at", "event", "generation", "seal", "summary", "check"}
     generation = fields.get("generation")
@@ -115,12 +113,19 @@ class Journal:
         line = json.dumps({**fields, "check": _check(fields)}, ensure_ascii=False) + "\n"
         try:
             created = not self.path.exists()
-            if not created and self.path.stat().st_size > ROTATE_BYTES:
-                self._rotate()
-                created = True
+            if not created:
+                # cut a torn tail first, so a rotation never carries it into journal.1.jsonl
+                fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW)
+                try:
+                    self._cut_torn_tail(fd)
+                    size = os.fstat(fd).st_size
+                finally:
+                    os.close(fd)
+                if size > ROTATE_BYTES:
+                    self._rotate()
+                    created = True
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             try:
-                self._cut_torn_tail(fd)
                 os.write(fd, line.encode("utf-8"))
                 os.fdatasync(fd)
             finally:
@@ -175,7 +180,7 @@ class Journal:
         :returns: the entry (or None) and the problems met on the way (damaged lines).
         """
         problems: list[str] = []
-        if _torn(self.path):
+        if torn(self.path):
             problems.append(f"{self.path.name} ends in a torn line (a crash mid-append); the next append cuts it")
         for raw, entry in self._backwards():
             if entry is None:
@@ -219,7 +224,7 @@ class Journal:
         return entries, problems
 
 
-def _torn(path: Path) -> bool:
+def torn(path: Path) -> bool:
     """Whether the file's last byte is not a newline (a line cut short)."""
     try:
         with path.open("rb") as handle:

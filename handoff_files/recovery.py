@@ -63,9 +63,14 @@ def scan(store: HandoffStore) -> Scan:
         state = "bad"
         problems.append(f"{store.primary.name}: {exc.reason}")
         highest = max(highest, _generation_guess(store))
+    sealed_primary = primary is not None and primary.handoff.seal is not None
     for generation, name in history:
         path = store.history_dir / name
-        if primary is not None and generation <= primary.generation:
+        # a sealed primary shadows history up to its generation; an older-version file in the
+        # primary's place does not shadow a sealed generation of the same number
+        if primary is not None and (
+            generation < primary.generation or (sealed_primary and generation == primary.generation)
+        ):
             break
         try:
             handoff = load(path, follow_symlinks=False)
@@ -75,7 +80,12 @@ def scan(store: HandoffStore) -> Scan:
         if handoff.generation != generation:
             problems.append(f"history/{path.name} holds generation {handoff.generation}; skipped")
             continue
-        if primary is not None and not _save_in_progress(store):
+        if primary is not None and not sealed_primary:
+            problems.append(
+                f"{store.primary.name} is an older-version file (generation {primary.generation}); "
+                f"history/{path.name} is sealed and wins"
+            )
+        elif primary is not None and not _save_in_progress(store):
             problems.append(
                 f"{store.primary.name} holds generation {primary.generation}, behind history/"
                 f"{path.name}: a save was interrupted after its commit"

@@ -225,6 +225,7 @@ class HandoffStore:
 
         :raises HandoffError: if the primary does not parse or validate, naming why.
         """
+        self.init()
         with self._lock.held():
             listing = self._history_generations()
             head = self._head(listing)
@@ -420,8 +421,9 @@ class HandoffStore:
             mirror: Mirror | None = read_mirror(self.mirror_path)
         except HandoffError:
             mirror = None
-        # a generation state.json mirrored was acknowledged once: never reuse its number
-        highest = max(found.highest, mirror.generation if mirror else 0)
+        last, _ = self.journal.last("saved", "sealed", "migrated")
+        # a generation state.json or the journal recorded was acknowledged once: never reuse its number
+        highest = max(found.highest, mirror.generation if mirror else 0, (last.generation or 0) if last else 0)
         saves = mirror.saves if mirror else found.highest
         if found.newest is None or found.newest.handoff.seal is None:
             # nothing sealed, or an older version migrated in memory: no 2.0 seal to chain to, no ids

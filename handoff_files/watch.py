@@ -276,9 +276,17 @@ class Watcher:
         self._error = None
         if handoff.seal is None:  # an older version migrated in memory: verified by its own checksum
             current = self._current
-            if current is None or current.handoff != handoff:
-                note = "an older version, migrated in memory; `handoff migrate` rewrites it as a sealed generation"
-                self._deliver(Restored(handoff, "primary", path, (note,)))
+            if current is not None and current.handoff == handoff:
+                return
+            if handoff.generation <= self._sealed[0]:  # generations only grow, whatever the file's version
+                msg = (
+                    f"holds an older-version handoff of generation {handoff.generation}, but generation "
+                    f"{self._sealed[0]} was already delivered; kept generation {self._sealed[0]}"
+                )
+                self._report(HandoffError(path, msg))
+                return
+            note = "an older version, migrated in memory; `handoff migrate` rewrites it as a sealed generation"
+            self._deliver(Restored(handoff, "primary", path, (note,)))
             return
         self._offer_sealed(Restored(handoff, "primary", path))
 
