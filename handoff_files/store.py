@@ -425,6 +425,10 @@ class HandoffStore:
         # a generation state.json or the journal recorded was acknowledged once: never reuse its number
         highest = max(found.highest, mirror.generation if mirror else 0, (last.generation or 0) if last else 0)
         saves = mirror.saves if mirror else found.highest
+        newest_sealed = found.newest.generation if found.newest and found.newest.handoff.seal else 0
+        if mirror is not None and mirror.generation > newest_sealed:
+            # the newest generation survives only in state.json (a rebuilt restore): chain to its seal
+            return _Head(highest, mirror.seal, mirror.agent_id, mirror.thread_id, found.primary, saves)
         if found.newest is None or found.newest.handoff.seal is None:
             # nothing sealed, or an older version migrated in memory: no 2.0 seal to chain to, no ids
             return _Head(highest, None, None, None, found.primary, saves)

@@ -120,3 +120,15 @@ def test_doctor_on_a_yaml_thread_repairs_from_the_yaml_history_copy(thread_dir: 
     findings = examine(HandoffStore(thread_dir, format="yaml"), repair=True)
     assert any(f.level == "repaired" and "00000002.yaml" in f.advice for f in findings)
     assert load(thread_dir / "handoff.yaml").generation == 2
+
+
+def test_the_save_after_a_rebuilt_restore_chains_to_the_lost_generations_seal(thread_dir: Path) -> None:
+    store = saves(thread_dir, 3)
+    lost = json.loads(store.mirror_path.read_text(encoding="utf-8"))["seal"]
+    store.primary.unlink()
+    (store.history_dir / "00000003.json").unlink()
+    restored = HandoffStore(thread_dir).restore()
+    assert restored.source == "rebuilt"
+    receipt = HandoffStore(thread_dir).save(restored.handoff)
+    saved = load(receipt.path)
+    assert (saved.generation, saved.parent) == (4, lost)
