@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -12,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
 from handoff_files.atomic import fsync_dir
 from handoff_files.errors import HandoffError, HandoffWriteError
+from handoff_files.seal import self_check
 
 __all__ = ["EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
 
@@ -32,8 +30,7 @@ _CHECK_LEN: Final = 16
 
 
 def _check(fields: dict[str, Any]) -> str:
-    body = orjson.dumps({k: v for k, v in fields.items() if k != "check"}, option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(body).hexdigest()[:_CHECK_LEN]
+    return self_check(fields)[:_CHECK_LEN]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -11,17 +10,13 @@ import orjson
 
 from handoff_files.atomic import read_bytes
 from handoff_files.errors import HandoffError
+from handoff_files.seal import self_check
 
 __all__ = ["MIRROR_NAME", "Mirror", "mirror_bytes", "read_mirror"]
 
 MIRROR_NAME: Final = "state.json"
 _KIND: Final = "handoff-files/state"
 _MAX_BYTES: Final = 16 * 1024 * 1024
-
-
-def _check(fields: dict[str, Any]) -> str:
-    body = orjson.dumps({k: v for k, v in fields.items() if k != "check"}, option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(body).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +61,7 @@ def mirror_bytes(
         "last_restore": last_restore,
         "state": state,
     }
-    fields["check"] = _check(fields)
+    fields["check"] = self_check(fields)
     return orjson.dumps(fields, option=orjson.OPT_INDENT_2) + b"\n"
 
 
@@ -85,7 +80,7 @@ def read_mirror(path: Path) -> Mirror:
     if not isinstance(fields, dict) or fields.get("kind") != _KIND:
         msg = f"not a handoff-files {MIRROR_NAME}"
         raise HandoffError(path, msg)
-    if fields.get("check") != _check(fields):
+    if fields.get("check") != self_check(fields):
         msg = "its check does not match its content: damaged"
         raise HandoffError(path, msg)
     try:

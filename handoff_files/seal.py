@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 import blake3
 import orjson
 
-__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "canonical", "digest", "matches"]
+__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "canonical", "digest", "matches", "self_check"]
 
 Algorithm = Literal["blake3", "blake2b", "sha256"]
 
@@ -38,8 +38,8 @@ ALGORITHMS: Final[Mapping[str, Callable[[bytes], str]]] = {
 }
 
 
-def canonical(document: Mapping[str, Any]) -> bytes:
-    """Encode *document* without its ``seal`` key as canonical JSON.
+def canonical(document: Mapping[str, Any], *, without: str = "seal") -> bytes:
+    """Encode *document* without its ``seal`` key (or the key named by *without*) as canonical JSON.
 
     Canonical means: keys sorted, compact separators, UTF-8, no NaN or Infinity (callers pass
     validated JSON-mode data, so none can occur), numbers as orjson writes them.
@@ -48,7 +48,7 @@ def canonical(document: Mapping[str, Any]) -> bytes:
     :returns: the bytes the seal is computed over.
     :raises ValueError: if a value has no canonical form (a lone surrogate, an integer past 64 bits).
     """
-    body = {key: value for key, value in document.items() if key != "seal"}
+    body = {key: value for key, value in document.items() if key != without}
     try:
         return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as exc:
@@ -67,3 +67,12 @@ def digest(data: bytes, algorithm: str = DEFAULT_ALGORITHM) -> str:
 def matches(data: bytes, algorithm: str, expected: str) -> bool:
     """Tell whether *data* hashes to *expected* under *algorithm* (constant-time compare)."""
     return hmac.compare_digest(digest(data, algorithm), expected)
+
+
+def self_check(fields: Mapping[str, Any]) -> str:
+    """The sha256 of *fields* without their ``check`` key, in canonical JSON: how state.json and
+    each journal line check themselves (sha256 always: these small files are not a hot path).
+
+    :raises ValueError: as :func:`canonical` does.
+    """
+    return hashlib.sha256(canonical(fields, without="check")).hexdigest()

@@ -48,7 +48,6 @@ DEFAULT_KEEP: Final = 10
 
 _EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
 _GENERATION_FILE: Final = re.compile(r"\d{8,}\.(?:json|yaml)\Z")
-_GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
 
 # the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
 _ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
