@@ -222,8 +222,13 @@ def _new_agent(pidfile: Path, previous: tuple[int, int] | None, sup: Supervised)
         if sup.proc.poll() is not None:
             return None
         try:
-            key = (pidfile.stat().st_ino, int(pidfile.read_text()))
-        except (OSError, ValueError):  # not written yet, or replaced between the stat and the read
+            # the inode and the pid from one open file: a stat of the path, then a read of it, can
+            # straddle the next agent's rename and pair the old file's inode with the new pid, a key
+            # that differs from the next read's, so one agent came back twice and, still dying from
+            # its SIGKILL (not yet a zombie), was "killed" and counted again
+            with pidfile.open(encoding="utf-8") as handle:
+                key = (os.fstat(handle.fileno()).st_ino, int(handle.read()))
+        except (OSError, ValueError):  # not written yet
             key = None
         if key is not None and key != previous and _parent_of(key[1]) == sup.proc.pid:
             return key
