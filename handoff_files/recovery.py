@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -25,6 +26,10 @@ __all__ = ["Scan", "acknowledge", "restore", "scan", "summary_fields"]
 
 _GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
+#: How many times a restore looks when the channels seem ahead of every file, and the pause
+#: between looks (a concurrent save finishes its writes within milliseconds).
+_LOOKS: Final = 3
+_LOOK_PAUSE: Final = 0.01
 
 PrimaryState = Literal["ok", "missing", "bad", "legacy"]
 
@@ -147,14 +152,20 @@ def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
     if accept_edit and found.edit is not None:
         store.seal()
         found = scan(store)
-    newest = found.newest
-    problems = list(newest.problems if newest is not None else found.problems)
-    mirror, last = _channels(store, problems)
-    # the newest generation any channel knows of (a damaged file's number counts: it was saved)
-    expected = max(mirror.generation if mirror else 0, (last.generation or 0) if last else 0, found.highest)
-    if newest is not None and newest.generation >= expected:
-        problems.extend(_cross_check(newest, mirror, last))
-        return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)
+    # readers take no lock: a save can land between the scan and the channel reads, so the
+    # channels look ahead of every file; look again before calling anything lost or rebuilding
+    for attempt in range(_LOOKS):
+        newest = found.newest
+        problems = list(newest.problems if newest is not None else found.problems)
+        mirror, last = _channels(store, problems)
+        # the newest generation any channel knows of (a damaged file's number counts: it was saved)
+        expected = max(mirror.generation if mirror else 0, (last.generation or 0) if last else 0, found.highest)
+        if newest is not None and newest.generation >= expected:
+            problems.extend(_cross_check(newest, mirror, last))
+            return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)
+        if attempt < _LOOKS - 1:
+            time.sleep(_LOOK_PAUSE * (attempt + 1))
+            found = scan(store)
     if mirror is not None and mirror.generation == expected:
         rebuilt, why_not = _rebuild(mirror, last if last is not None and last.generation == expected else None)
         if why_not is not None:
