@@ -110,23 +110,21 @@ class Journal:
         line = json.dumps({**fields, "check": _check(fields)}, ensure_ascii=False) + "\n"
         try:
             created = not self.path.exists()
-            if not created:
-                # cut a torn tail first, so a rotation never carries it into journal.1.jsonl
-                fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW)
-                try:
-                    self._cut_torn_tail(fd)
-                    size = os.fstat(fd).st_size
-                finally:
-                    os.close(fd)
-                if size > ROTATE_BYTES:
-                    self._rotate()
-                    created = True
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             try:
+                # cut a torn tail first, so neither this line nor a rotation carries it along
+                self._cut_torn_tail(fd)
+                if os.fstat(fd).st_size > ROTATE_BYTES:
+                    os.close(fd)
+                    fd = -1
+                    self._rotate()
+                    created = True
+                    fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
                 os.write(fd, line.encode("utf-8"))
                 os.fdatasync(fd)
             finally:
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             if created:
                 fsync_dir(self.path.parent)  # a new file's name is durable only with its directory's
         except OSError as exc:
