@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from handoff_files.atomic import fsync_dir, read_bytes, remove_stray_temps, stray_temps, write_durable
+from handoff_files.atomic import fsync_dir, read_bytes, stray_temps, write_durable
 from handoff_files.codec import MAX_FILE_BYTES
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError
 from handoff_files.journal import JOURNAL_NAME, torn
@@ -263,8 +263,7 @@ def _check_temps(store: HandoffStore, findings: list[Finding], *, repair: bool) 
         return
     names = ", ".join(p.name for p in temps)
     if repair:  # under the lock: no live writer owns them
-        remove_stray_temps(store.path)
-        remove_stray_temps(store.history_dir)
+        store._remove_stray_temps()
         findings.append(Finding("repaired", f"temp files a crashed writer left: {names}", "removed them"))
     else:
         findings.append(Finding("warning", f"temp files a crashed writer left: {names}", "the next open removes them"))

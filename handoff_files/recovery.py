@@ -15,6 +15,7 @@ from handoff_files.codec import MAX_FILE_BYTES
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError, UnsealedEditError
 from handoff_files.journal import Entry
 from handoff_files.loader import describe, load
+from handoff_files.lock import try_writer_lock
 from handoff_files.mirror import MIRROR_NAME, Mirror, mirror_bytes, read_mirror
 from handoff_files.model import MAX_INT, PARSED, SCHEMA_VERSION, Handoff
 from handoff_files.results import Restored
@@ -110,8 +111,6 @@ def scan(store: HandoffStore) -> Scan:
 
 def _save_in_progress(store: HandoffStore) -> bool:
     """Whether a writer holds the lock now (asked only when the primary lags behind history)."""
-    from handoff_files.lock import try_writer_lock  # noqa: PLC0415 -- a rare path; keeps imports flat
-
     with try_writer_lock(store.path) as free:
         return not free
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["free_name", "list_of_strings", "mapping", "quote", "string"]
+__all__ = ["free_name", "list_of_objects", "list_of_strings", "mapping", "quote", "string"]
 
 _QUOTE_LIMIT: Final = 200  # a note quotes at most this much of a value it names
 
@@ -27,6 +27,20 @@ def list_of_strings(document: Mapping[str, Any], key: str) -> list[str]:
         msg = f"{key} must be a list of strings, found {quote(value)}"
         raise TypeError(msg)
     return list(value)
+
+
+def list_of_objects(document: Mapping[str, Any], key: str, item: str) -> list[dict[str, Any]]:
+    """The list of objects under *key* (missing: empty); anything else, or an item that is not an
+    object, is refused (*item* names one in the message: "decision", "priority")."""
+    value = document.get(key, [])
+    if not isinstance(value, list):
+        msg = f"{key} must be a list, found {quote(value)}"
+        raise TypeError(msg)
+    for i, entry in enumerate(value, 1):
+        if not isinstance(entry, dict):
+            msg = f"{item} {i} must be an object, found {quote(entry)}"
+            raise TypeError(msg)
+    return value
 
 
 def string(document: Mapping[str, Any], key: str, *, required: bool = False) -> str | None:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from handoff_files.migrations._shared import free_name, list_of_strings, mapping, quote, string
+from handoff_files.migrations._shared import free_name, list_of_objects, list_of_strings, mapping, quote, string
 
 from handoff_files.versions import EXTRA, NOTES
 
@@ -103,15 +103,8 @@ def _kept(data: dict[str, Any], name: str, value: Any, what: str, notes: list[st
 
 
 def _decisions(document: Mapping[Any, Any], data: dict[str, Any], notes: list[str]) -> list[Any]:
-    decisions = document.get("decisions", [])
-    if not isinstance(decisions, list):
-        msg = f"decisions must be a list, found {quote(decisions)}"
-        raise TypeError(msg)
     result = []
-    for i, decision in enumerate(decisions, 1):
-        if not isinstance(decision, dict):
-            msg = f"decision {i} must be an object, found {quote(decision)}"
-            raise TypeError(msg)
+    for i, decision in enumerate(list_of_objects(document, "decisions", "decision"), 1):
         extra = {key: decision[key] for key in decision if key not in _DECISION_FIELDS}
         if extra:
             _kept(data, f"decision_{i}_fields", extra, f"decision {i}'s extra fields", notes)
@@ -120,15 +113,8 @@ def _decisions(document: Mapping[Any, Any], data: dict[str, Any], notes: list[st
 
 
 def _priorities(document: Mapping[Any, Any], data: dict[str, Any], notes: list[str]) -> list[Any]:
-    priorities = document.get("priorities", [])
-    if not isinstance(priorities, list):
-        msg = f"priorities must be a list, found {quote(priorities)}"
-        raise TypeError(msg)
     result = []
-    for i, priority in enumerate(priorities, 1):
-        if not isinstance(priority, dict):
-            msg = f"priority {i} must be an object, found {quote(priority)}"
-            raise TypeError(msg)
+    for i, priority in enumerate(list_of_objects(document, "priorities", "priority"), 1):
         urgency = priority.get("urgency")
         if urgency not in _URGENCIES:
             notes.append(
