@@ -16,9 +16,11 @@ from handoff_files.errors import HandoffError, HandoffNotFoundError, HandoffTooL
 __all__ = [
     "TEMP_SUFFIX",
     "fsync_dir",
+    "fsync_file",
     "read_bytes",
     "remove_stray_temps",
     "stray_temps",
+    "write_all",
     "write_durable",
     "write_durable_together",
 ]
@@ -40,7 +42,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def fsync_file(path: Path) -> None:
+    """fsync a file already written (a journal-first save's copies, at a checkpoint); no-op if it is gone."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of *data* to *fd*."""
     view = memoryview(data)
     while view:
         # os.write may write less than asked (a signal, a nearly full disk): loop until all is down
@@ -51,7 +66,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_durable(path: Path, data: bytes) -> None:
+def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Write *data* to *path* atomically and durably; return only when it is on disk.
 
     Temp file in the same directory (mode 0600) → write every byte → fsync → ``os.replace``
@@ -59,6 +74,9 @@ def write_durable(path: Path, data: bytes) -> None:
     the temp file is removed and the target is untouched (or, if only the final directory
     fsync failed, replaced but not known to be durable: the error says so).
 
+    :param sync: False skips both fsyncs: still atomic for readers, but a crash may lose the
+        file or leave it empty. Only for copies whose content is already durable elsewhere
+        (a journal-first save's files).
     :raises HandoffWriteError: on any OS error, naming the path and the errno.
     """
     try:
@@ -69,15 +87,17 @@ def write_durable(path: Path, data: bytes) -> None:
     replaced = False
     try:
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             # fsync the data before the rename: otherwise a crash can leave the new name on empty blocks
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
         replaced = True
         # fsync the directory: the rename is not durable until its entry is
-        fsync_dir(path.parent)
+        if sync:
+            fsync_dir(path.parent)
     except OSError as exc:
         if not replaced:
             with contextlib.suppress(OSError):
@@ -93,11 +113,12 @@ def write_durable(path: Path, data: bytes) -> None:
         raise
 
 
-def write_durable_together(files: list[tuple[Path, bytes]]) -> None:
+def write_durable_together(files: list[tuple[Path, bytes]], *, sync: bool = True) -> None:
     """Write several files of one directory atomically and durably, with a single directory fsync.
 
     Each file is written to its own temp file and fsynced; then all are renamed in the order
     given, and the directory is fsynced once. Each file, read alone, is old or new, never a mix.
+    *sync* as :func:`write_durable`'s.
 
     :raises HandoffWriteError: on any OS error; temp files not yet renamed are removed.
     """
@@ -108,15 +129,17 @@ def write_durable_together(files: list[tuple[Path, bytes]]) -> None:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
             temps.append((tmp, path))
             try:
-                _write_all(fd, data)
-                os.fsync(fd)
+                write_all(fd, data)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
         while temps:
             tmp, path = temps[0]
             os.replace(tmp, path)
             temps.pop(0)
-        fsync_dir(directory)
+        if sync:
+            fsync_dir(directory)
     except OSError as exc:
         for tmp, _ in temps:
             with contextlib.suppress(OSError):

@@ -140,7 +140,7 @@ def cmd_doctor(args: argparse.Namespace) -> str:
 def cmd_log(args: argparse.Namespace) -> str:
     entries, problems = thread_of(args.dir).journal.entries()
     if args.json:
-        return to_json({"entries": [{**e.fields()} for e in entries], "problems": problems})
+        return to_json({"entries": [e.brief() for e in entries], "problems": problems})
     return timeline(entries, problems)
 
 

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from handoff_files.atomic import fsync_dir
+import orjson
+
+from handoff_files.atomic import fsync_dir, write_all
 from handoff_files.errors import HandoffError, HandoffWriteError
 from handoff_files.seal import self_check
 
-__all__ = ["EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
+__all__ = ["DOCUMENT", "EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
 
 JOURNAL_NAME: Final = "journal.jsonl"
 #: The events a journal records.
@@ -26,11 +27,23 @@ EVENTS: Final = frozenset(
 #: before that is dropped), so the journal never grows without bound.
 ROTATE_BYTES: Final = 1 << 20
 _TAIL_BLOCK: Final = 64 * 1024
+#: The key of a journal-first save's line that holds the whole sealed document.
+DOCUMENT: Final = "document"
 _CHECK_LEN: Final = 16
 
 
 def _check(fields: dict[str, Any]) -> str:
-    return self_check(fields)[:_CHECK_LEN]
+    # a journal-first save's line carries its whole document, which its own seal (named in the
+    # line, so covered by this check) verifies: hashing it twice would double the save's cost
+    return self_check({key: value for key, value in fields.items() if key != DOCUMENT})[:_CHECK_LEN]
+
+
+def _encode(fields: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps({**fields, "check": _check(fields)}) + b"\n"
+    except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError is a TypeError
+        msg = f"a journal line must be JSON: {exc}"
+        raise ValueError(msg) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +56,13 @@ class Entry:
     seal: str | None
     summary: str
     extra: dict[str, Any]
+
+    def brief(self) -> dict[str, Any]:
+        """The line's fields for a person: a journal-first save's document is named, not repeated."""
+        fields = self.fields()
+        if DOCUMENT in fields:
+            fields[DOCUMENT] = f"(the whole sealed generation {self.generation}, as a journal-first save commits it)"
+        return fields
 
     def fields(self) -> dict[str, Any]:
         """The line's JSON object, without its check."""
@@ -59,8 +79,8 @@ class Entry:
 def _parse_line(raw: bytes) -> Entry | None:
     """An entry if *raw* is a whole, self-consistent line; None if it is damaged."""
     try:
-        fields = json.loads(raw)
-    except (ValueError, RecursionError):
+        fields = orjson.loads(raw)
+    except (ValueError, RecursionError):  # orjson refuses NaN, integers past 64 bits and deep nesting
         return None
     if not isinstance(fields, dict) or not isinstance(fields.get("check"), str):
         return None
@@ -91,11 +111,22 @@ class Journal:
         self.path = directory / JOURNAL_NAME
         self.previous = directory / "journal.1.jsonl"
 
-    def append(self, event: str, *, generation: int | None, seal: str | None, summary: str, **extra: Any) -> Entry:
+    def append(
+        self,
+        event: str,
+        *,
+        generation: int | None,
+        seal: str | None,
+        summary: str,
+        before_rotate: Callable[[], None] | None = None,
+        **extra: Any,
+    ) -> Entry:
         """Append one event line durably; a torn last line left by a crash is cut off first.
 
         Call while holding the writers' lock.
 
+        :param before_rotate: called before a rotation drops ``journal.1.jsonl`` (a journal-first
+            store makes its files durable there, since older lines may be all that holds them).
         :raises HandoffWriteError: if the line cannot be written and synced.
         """
         entry = Entry(
@@ -106,8 +137,7 @@ class Journal:
             " ".join(summary.split())[:300],
             extra,
         )
-        fields = entry.fields()
-        line = json.dumps({**fields, "check": _check(fields)}, ensure_ascii=False) + "\n"
+        line = _encode(entry.fields())
         try:
             created = not self.path.exists()
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
@@ -117,10 +147,12 @@ class Journal:
                 if os.fstat(fd).st_size > ROTATE_BYTES:
                     os.close(fd)
                     fd = -1
+                    if before_rotate is not None:
+                        before_rotate()
                     self._rotate()
                     created = True
                     fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
-                os.write(fd, line.encode("utf-8"))
+                write_all(fd, line)
                 os.fdatasync(fd)
             finally:
                 if fd >= 0:
@@ -135,16 +167,18 @@ class Journal:
     def _cut_torn_tail(self, fd: int) -> None:
         """Truncate a last line with no newline (a crash mid-append) so the next line starts clean."""
         size = os.fstat(fd).st_size
-        if size == 0:
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return
-        start = max(0, size - _TAIL_BLOCK)
-        block = os.pread(fd, size - start, start)
-        if block.endswith(b"\n"):
-            return
-        cut = block.rfind(b"\n")
-        if cut < 0 and start > 0:
-            return  # a single line longer than the block: leave it; readers skip it as damaged
-        os.ftruncate(fd, start + cut + 1 if cut >= 0 else 0)
+        # walk back a block at a time: a journal-first line (a whole document) can be megabytes long
+        end = size
+        while end > 0:
+            start = max(0, end - _TAIL_BLOCK)
+            cut = os.pread(fd, end - start, start).rfind(b"\n")
+            if cut >= 0:
+                os.ftruncate(fd, start + cut + 1)
+                return
+            end = start
+        os.ftruncate(fd, 0)
 
     def _rotate(self) -> None:
         os.replace(self.path, self.previous)
@@ -161,10 +195,9 @@ class Journal:
             f"older lines moved to {self.previous.name}",
             {},
         ).fields()
-        line = json.dumps({**fields, "check": _check(fields)}, ensure_ascii=False) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, line.encode("utf-8"))
+            write_all(fd, _encode(fields))
             os.fdatasync(fd)
         finally:
             os.close(fd)

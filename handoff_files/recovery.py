@@ -5,16 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import pydantic
 
 from handoff_files.atomic import read_bytes, write_durable
-from handoff_files.codec import MAX_FILE_BYTES
+from handoff_files.codec import MAX_FILE_BYTES, render
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError, UnsealedEditError
-from handoff_files.journal import Entry
-from handoff_files.loader import describe, load
+from handoff_files.journal import DOCUMENT, JOURNAL_NAME, Entry
+from handoff_files.loader import decode, describe, load
 from handoff_files.lock import try_writer_lock
 from handoff_files.mirror import MIRROR_NAME, Mirror, mirror_bytes, read_mirror
 from handoff_files.model import MAX_INT, PARSED, SCHEMA_VERSION, Handoff
@@ -23,7 +23,10 @@ from handoff_files.results import Restored
 if TYPE_CHECKING:
     from handoff_files.store import HandoffStore
 
-__all__ = ["Scan", "acknowledge", "restore", "scan", "summary_fields"]
+__all__ = ["SAVE_EVENTS", "Scan", "acknowledge", "restore", "scan", "summary_fields"]
+
+#: The journal events that record a new generation.
+SAVE_EVENTS: Final = ("saved", "sealed", "migrated")
 
 _GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
@@ -37,16 +40,59 @@ PrimaryState = Literal["ok", "missing", "bad", "legacy"]
 
 @dataclass(frozen=True, slots=True)
 class Scan:
-    """The newest verified generation among the primary and ``history/``, and what was seen on the way."""
+    """The newest verified generation among the primary, ``history/`` and the journal, and what was seen on the way."""
 
     newest: Restored | None
     highest: int  # highest generation number seen anywhere, verified or not
     primary: PrimaryState
     problems: tuple[str, ...] = ()
     edit: Handoff | None = None  # a person's valid, unsealed edit of the primary
+    last: Entry | None = None  # the journal's last save line
+    journal_problems: tuple[str, ...] = ()  # damaged journal lines met reading back to it
 
 
 def scan(store: HandoffStore) -> Scan:
+    """Find the newest verified generation: the primary, ``history/``, then a journal-first save's line."""
+    found = _scan_files(store)
+    last, damaged = store.journal.last(*SAVE_EVENTS)
+    found = replace(found, last=last, journal_problems=tuple(damaged))
+    if last is None or last.generation is None or DOCUMENT not in last.extra:
+        return found
+    newest = found.newest
+    if newest is not None and newest.handoff.seal is not None and newest.generation >= last.generation:
+        return found
+    problems = list(newest.problems if newest is not None else found.problems)
+    handoff, why_not = _from_journal(store, last)
+    if handoff is None:
+        problems.append(f"{JOURNAL_NAME}: the line of generation {last.generation} holds no usable document: {why_not}")
+        if newest is not None:
+            return replace(found, newest=replace(newest, problems=tuple(problems)))
+        return replace(found, problems=tuple(problems))
+    problems.append(
+        f"generation {last.generation} was restored from its journal line: a journal-first save "
+        "was interrupted, or a crash lost its files, after its commit"
+    )
+    restored = Restored(handoff, "journal", store.journal.path, tuple(_unique(problems)))
+    return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
+
+
+def _from_journal(store: HandoffStore, last: Entry) -> tuple[Handoff | None, str | None]:
+    """Verify a journal-first save's document as a file is verified (its own seal)."""
+    document = last.extra.get(DOCUMENT)
+    if not isinstance(document, dict):
+        return None, "the document is not a JSON object"
+    try:
+        handoff = decode(render(document, "json"), store.journal.path)
+    except HandoffError as exc:
+        return None, exc.reason
+    except (TypeError, ValueError) as exc:
+        return None, str(exc)
+    if handoff.generation != last.generation or str(handoff.seal) != last.seal:
+        return None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
+    return handoff, None
+
+
+def _scan_files(store: HandoffStore) -> Scan:
     """Find the newest verified generation among the primary and ``history/``, newest first."""
     problems: list[str] = []
     history = store._history_generations()
@@ -126,8 +172,8 @@ def _generation_guess(store: HandoffStore) -> int:
     return max((n for n in found if n < MAX_INT), default=0)
 
 
-def _channels(store: HandoffStore, problems: list[str]) -> tuple[Mirror | None, Entry | None]:
-    """Read state.json and the journal's last save, noting what is missing or damaged."""
+def _channels(store: HandoffStore, found: Scan, problems: list[str]) -> tuple[Mirror | None, Entry | None]:
+    """Read state.json, and take the journal's last save from the scan, noting what is missing or damaged."""
     mirror: Mirror | None = None
     try:
         mirror = read_mirror(store.mirror_path)
@@ -135,7 +181,7 @@ def _channels(store: HandoffStore, problems: list[str]) -> tuple[Mirror | None, 
         problems.append(f"{MIRROR_NAME} is missing")
     except HandoffError as exc:
         problems.append(f"{MIRROR_NAME}: {exc.reason}")
-    last, damaged = store.journal.last("saved", "sealed", "migrated")
+    last, damaged = found.last, found.journal_problems
     problems.extend(damaged)
     if last is None and not damaged:
         problems.append("the journal has no save recorded")
@@ -156,7 +202,7 @@ def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
     for attempt in range(_LOOKS):
         newest = found.newest
         problems = list(newest.problems if newest is not None else found.problems)
-        mirror, last = _channels(store, problems)
+        mirror, last = _channels(store, found, problems)
         # the newest generation any channel knows of (a damaged file's number counts: it was saved)
         expected = max(mirror.generation if mirror else 0, (last.generation or 0) if last else 0, found.highest)
         if newest is not None and newest.generation >= expected:

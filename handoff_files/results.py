@@ -27,13 +27,14 @@ class SaveReceipt:
 class Restored:
     """A verified handoff and where it came from, with what was wrong on the way.
 
-    ``source`` is ``"primary"``, ``"history"`` or ``"rebuilt"`` for a thread's restore, ``"file"``
-    for a file read directly. ``edited`` is True only for a person's valid but unsealed edit,
-    handed out because the caller asked for it (a watcher, or ``restore(accept_edit=…)``).
+    ``source`` is ``"primary"``, ``"history"``, ``"journal"`` (a journal-first save's line) or
+    ``"rebuilt"`` for a thread's restore, ``"file"`` for a file read directly. ``edited`` is True
+    only for a person's valid but unsealed edit, handed out because the caller asked for it (a
+    watcher, or ``restore(accept_edit=…)``).
     """
 
     handoff: Handoff
-    source: Literal["primary", "history", "rebuilt", "file"]
+    source: Literal["primary", "history", "journal", "rebuilt", "file"]
     path: Path
     problems: tuple[str, ...] = ()
     edited: bool = False

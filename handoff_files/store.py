@@ -14,6 +14,7 @@ from handoff_files import recovery
 from handoff_files import seal as sealing
 from handoff_files.atomic import (
     fsync_dir,
+    fsync_file,
     read_bytes,
     remove_stray_temps,
     stray_temps,
@@ -39,12 +40,20 @@ from handoff_files.names import check_id
 from handoff_files.recovery import summary_fields
 from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
 
-__all__ = ["DEFAULT_KEEP", "HISTORY_DIR", "HandoffStore"]
+__all__ = ["DEFAULT_KEEP", "DURABILITIES", "HISTORY_DIR", "Durability", "HandoffStore"]
 
 HISTORY_DIR: Final = "history"
 PRIMARY_STEM: Final = "handoff"
 #: Generations kept in ``history/``, the current one included.
 DEFAULT_KEEP: Final = 10
+
+#: When a save is acknowledged. ``"full"``: once its copy in ``history/`` is durable, then the
+#: primary, ``state.json`` and the journal line too (five fsyncs). ``"journal"``: once one
+#: journal line holding the whole sealed document is durable (one fsync, as a database's
+#: write-ahead log commits); the files are then written without fsync, and a restore takes the
+#: journal's document when they did not survive a crash.
+Durability = Literal["full", "journal"]
+DURABILITIES: Final[tuple[Durability, ...]] = ("full", "journal")
 
 _EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
 _GENERATION_FILE: Final = re.compile(r"\d{8,}\.(?:json|yaml)\Z")
@@ -75,6 +84,7 @@ class HandoffStore:
     :param thread_id: default: the previous generation's, else the directory name.
     :param algorithm: the seal's digest (see :data:`handoff_files.seal.DEFAULT_ALGORITHM`).
     :param lock_timeout: seconds to wait for another writer.
+    :param durability: when saves are acknowledged (see :data:`Durability`); ``save()`` may override it.
     :raises InvalidNameError: if an id (given or taken from the directory name) is invalid.
     """
 
@@ -88,6 +98,7 @@ class HandoffStore:
         thread_id: str | None = None,
         algorithm: sealing.Algorithm = sealing.DEFAULT_ALGORITHM,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        durability: Durability = "full",
     ) -> None:
         self.path = Path(path).absolute()
         if keep < 1:
@@ -98,6 +109,7 @@ class HandoffStore:
             raise HandoffValidationError(self.path, msg)
         self.keep = keep
         self.algorithm = algorithm
+        self.durability: Durability = self._check_durability(durability)
         self.lock_timeout = lock_timeout
         self._agent_id = None if agent_id is None else check_id(agent_id, "agent_id", self.path)
         self._thread_id = None if thread_id is None else check_id(thread_id, "thread_id", self.path)
@@ -116,6 +128,12 @@ class HandoffStore:
                     self._remove_stray_temps()
                 else:
                     self._temps_left = True
+
+    def _check_durability(self, durability: Durability) -> Durability:
+        if durability not in DURABILITIES:
+            msg = f"durability must be one of {', '.join(map(repr, DURABILITIES))}, not {durability!r}"
+            raise HandoffValidationError(self.path, msg)
+        return durability
 
     def _remove_stray_temps(self) -> None:
         remove_stray_temps(self.path)
@@ -181,17 +199,22 @@ class HandoffStore:
 
     # -- save --------------------------------------------------------------------------------
 
-    def save(self, content: Handoff | HandoffContent | Mapping[str, Any]) -> SaveReceipt:
+    def save(
+        self, content: Handoff | HandoffContent | Mapping[str, Any], *, durability: Durability | None = None
+    ) -> SaveReceipt:
         """Seal *content* as the next generation and write it durably.
 
         :param content: a :class:`Handoff` (its layers are taken, its envelope replaced), a
             :class:`HandoffContent`, or a mapping of the five layers (and optionally ``context``).
-        :returns: the receipt, once the file and its directory entries are on disk.
+        :param durability: this save's, instead of the store's (see :data:`Durability`).
+        :returns: the receipt, once the generation is on disk (with ``"full"``, every file and
+            directory entry; with ``"journal"``, its journal line).
         :raises HandoffValidationError: if the content is not five valid layers.
         :raises HandoffLockedError: if another writer holds the lock past the timeout.
         :raises HandoffWriteError: if the disk refuses; the previous generation stays intact.
         """
         layers = layers_of(content, self.path)
+        mode = self.durability if durability is None else self._check_durability(durability)
         if not self.history_dir.is_dir() or self.history_dir.is_symlink():
             self.init()
         with self._lock.held():
@@ -199,7 +222,7 @@ class HandoffStore:
                 self._remove_stray_temps()
                 self._temps_left = False
             listing = self._history_generations()
-            return self._save_locked(layers, self._head(listing), listing)
+            return self._save_locked(layers, self._head(listing), listing, durability=mode)
 
     def update(self, change: Callable[[Restored | None], Handoff | HandoffContent | Mapping[str, Any]]) -> SaveReceipt:
         """Read the newest verified generation and save what *change* makes of it, under one lock.
@@ -300,6 +323,7 @@ class HandoffStore:
         lineage: dict[str, Any] | None = None,
         after: int = 0,
         event: str = "saved",
+        durability: Durability | None = None,
     ) -> SaveReceipt:
         if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
             msg = (
@@ -340,17 +364,33 @@ class HandoffStore:
             kept = self.history_dir / f"{prefix}-{created_at:%Y%m%dT%H%M%S%fZ}{_EXTENSIONS[self.format]}"
             try:
                 os.link(self.primary, kept)
+                if (durability or self.durability) == "journal":
+                    fsync_dir(self.history_dir)  # a full save's history write makes the link durable too
             except OSError as exc:
                 msg = f"cannot keep the replaced primary before replacing it: {exc.strerror or exc}"
                 raise HandoffWriteError(self.primary, msg) from exc
             why = "did not verify" if head.primary == "bad" else "was an older version"
             problems.append(f"the primary {why}; kept it as {HISTORY_DIR}/{kept.name}")
-        # history first: once its copy is durable the generation exists (restore takes the newest
-        # verified generation of primary and history); a separate copy, not a hard link, so a
-        # person editing the primary in place can never alter the sealed generation
         history_file = self.history_dir / f"{generation:08d}{_EXTENSIONS[self.format]}"
-        write_durable(history_file, data)
         seal_text = f"{self.algorithm}:{checksum}"
+        summary = summary_fields(document)
+        journal_first = (durability or self.durability) == "journal"
+        if journal_first:
+            # the commit point is one fdatasync of a line holding the whole sealed document;
+            # the files below are copies a crash may lose, and restore falls back to this line
+            self.journal.append(
+                event,
+                generation=generation,
+                seal=seal_text,
+                before_rotate=lambda: self._checkpoint(listing),
+                document=document,  # the line's DOCUMENT key
+                **summary,
+            )
+        else:
+            # history first: once its copy is durable the generation exists (restore takes the newest
+            # verified generation of primary and history); a separate copy, not a hard link, so a
+            # person editing the primary in place can never alter the sealed generation
+            write_durable(history_file, data)
         mirror = mirror_bytes(
             generation=generation,
             seal=seal_text,
@@ -361,11 +401,14 @@ class HandoffStore:
             saves=head.saves + 1,
             last_restore=None,
         )
+        if journal_first:
+            write_durable(history_file, data, sync=False)
         # the primary and state.json share one directory fsync
-        write_durable_together([(self.primary, data), (self.mirror_path, mirror)])
-        # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
-        # or "migrated" (an older file rewritten); all three carry the summary a rebuild reads
-        self.journal.append(event, generation=generation, seal=seal_text, **summary_fields(document))
+        write_durable_together([(self.primary, data), (self.mirror_path, mirror)], sync=not journal_first)
+        if not journal_first:
+            # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
+            # or "migrated" (an older file rewritten); all three carry the summary a rebuild reads
+            self.journal.append(event, generation=generation, seal=seal_text, **summary)
         self._prune([(generation, history_file.name), *listing])
         st = os.lstat(self.primary)
         self._cache = (
@@ -373,6 +416,17 @@ class HandoffStore:
             _Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok", head.saves + 1),
         )
         return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
+
+    def _checkpoint(self, listing: list[tuple[int, str]]) -> None:
+        """Make a journal-first save's files durable: the journal is about to drop its older lines."""
+        try:
+            for path in (*(self.history_dir / name for _, name in listing[:1]), self.primary, self.mirror_path):
+                fsync_file(path)
+            fsync_dir(self.history_dir)
+            fsync_dir(self.path)
+        except OSError as exc:
+            msg = f"cannot make the journal-first copies durable before rotating the journal: {exc.strerror or exc}"
+            raise HandoffWriteError(self.path, msg) from exc
 
     def _prune(self, listing: list[tuple[int, str]]) -> None:
         """Remove history files past the newest ``keep`` (*listing*: the generation files, newest first)."""
@@ -420,7 +474,7 @@ class HandoffStore:
             mirror: Mirror | None = read_mirror(self.mirror_path)
         except HandoffError:
             mirror = None
-        last, _ = self.journal.last("saved", "sealed", "migrated")
+        last = found.last
         # a generation state.json or the journal recorded was acknowledged once: never reuse its number
         highest = max(found.highest, mirror.generation if mirror else 0, (last.generation or 0) if last else 0)
         saves = mirror.saves if mirror else found.highest

@@ -322,6 +322,7 @@ class _Supervisor:
         where = {
             "primary": f"the primary ({restored.path.name})",
             "history": f"{HISTORY_DIR}/{restored.path.name} (not the primary)",
+            "journal": f"the journal ({restored.path.name}): its files were lost after the commit",
             "rebuilt": f"{MIRROR_NAME} and the journal (rebuilt: the handoff files were lost)",
             "file": str(restored.path),
         }[restored.source]

@@ -176,9 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--yield-seconds", type=float, default=0.06, help="how long a yield sleeps")
     parser.add_argument("--wait-for-go", action="store_true", help=f"print {READY}, then wait for a line on stdin")
+    parser.add_argument("--durability", choices=["full", "journal"], default="full", help="the store's durability")
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",")]
-    store = HandoffStore(args.directory) if args.keep is None else HandoffStore(args.directory, keep=args.keep)
+    options: dict[str, Any] = {"durability": args.durability}
+    if args.keep is not None:
+        options["keep"] = args.keep
+    store = HandoffStore(args.directory, **options)
     if args.wait_for_go:
         # a start barrier: every writer has paid its imports before any saves, so the saves overlap
         sys.stdout.write(f"{READY}\n")
