@@ -33,7 +33,7 @@ from handoff_files.model import (
     Warning,
 )
 from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
-from handoff_files.store import HandoffStore
+from handoff_files.store import Durability, HandoffStore
 
 __version__ = "0.1.0"
 
@@ -42,6 +42,7 @@ __all__ = [
     "ChecksumMismatchError",
     "Context",
     "Decision",
+    "Durability",
     "Handoff",
     "HandoffContent",
     "HandoffError",

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from handoff_files.atomic import fsync_dir, read_bytes, stray_temps, write_durable
-from handoff_files.codec import MAX_FILE_BYTES
+from handoff_files.codec import MAX_FILE_BYTES, render
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError
-from handoff_files.journal import JOURNAL_NAME, torn
+from handoff_files.journal import DOCUMENT, JOURNAL_NAME, torn
 from handoff_files.loader import load
 from handoff_files.mirror import MIRROR_NAME, mirror_bytes, read_mirror
 from handoff_files.model import Handoff
+from handoff_files.recovery import SAVE_EVENTS, journal_document
 
 if TYPE_CHECKING:
     from handoff_files.store import HandoffStore
@@ -58,6 +59,7 @@ def examine(store: HandoffStore, *, repair: bool = False) -> list[Finding]:
 def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
     findings: list[Finding] = []
     newest = _check_history(store, findings)
+    newest = _check_journal_document(store, newest, findings, repair=repair)
     try:
         ahead = read_mirror(store.mirror_path).generation
     except HandoffError:
@@ -78,6 +80,30 @@ def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
     _check_modes(store, findings, repair=repair)
     _check_temps(store, findings, repair=repair)
     return findings
+
+
+def _check_journal_document(
+    store: HandoffStore, newest: tuple[Handoff, Path] | None, findings: list[Finding], *, repair: bool
+) -> tuple[Handoff, Path] | None:
+    """A journal-first save whose files a crash lost: its journal line is the newest copy."""
+    last, _ = store.journal.last(*SAVE_EVENTS)
+    if last is None or last.generation is None or DOCUMENT not in last.extra:
+        return newest
+    if newest is not None and newest[0].generation >= last.generation:
+        return newest
+    handoff, why_not = journal_document(store, last)
+    if handoff is None:
+        what = f"the journal's line of generation {last.generation} holds no usable document: {why_not}"
+        findings.append(Finding("unrepaired" if repair else "error", what, "that generation is lost"))
+        return newest
+    what = f"generation {last.generation} survives only in its journal line: a crash lost its files"
+    target = store.history_dir / f"{last.generation:08d}{store.primary.suffix}"
+    if not repair:
+        findings.append(Finding("error", what, f"`handoff doctor --repair` writes history/{target.name} from it"))
+        return newest
+    write_durable(target, render(last.extra[DOCUMENT], store.format))
+    findings.append(Finding("repaired", what, f"wrote history/{target.name} from it"))
+    return handoff, target
 
 
 def _check_history(store: HandoffStore, findings: list[Finding]) -> tuple[Handoff, Path] | None:

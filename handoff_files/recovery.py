@@ -23,7 +23,7 @@ from handoff_files.results import Restored
 if TYPE_CHECKING:
     from handoff_files.store import HandoffStore
 
-__all__ = ["SAVE_EVENTS", "Scan", "acknowledge", "restore", "scan", "summary_fields"]
+__all__ = ["SAVE_EVENTS", "Scan", "acknowledge", "journal_document", "restore", "scan", "summary_fields"]
 
 #: The journal events that record a new generation.
 SAVE_EVENTS: Final = ("saved", "sealed", "migrated")
@@ -62,7 +62,7 @@ def scan(store: HandoffStore) -> Scan:
     if newest is not None and newest.handoff.seal is not None and newest.generation >= last.generation:
         return found
     problems = list(newest.problems if newest is not None else found.problems)
-    handoff, why_not = _from_journal(store, last)
+    handoff, why_not = journal_document(store, last)
     if handoff is None:
         problems.append(f"{JOURNAL_NAME}: the line of generation {last.generation} holds no usable document: {why_not}")
         if newest is not None:
@@ -76,7 +76,7 @@ def scan(store: HandoffStore) -> Scan:
     return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
 
 
-def _from_journal(store: HandoffStore, last: Entry) -> tuple[Handoff | None, str | None]:
+def journal_document(store: HandoffStore, last: Entry) -> tuple[Handoff | None, str | None]:
     """Verify a journal-first save's document as a file is verified (its own seal)."""
     document = last.extra.get(DOCUMENT)
     if not isinstance(document, dict):

@@ -14,6 +14,7 @@ EXPECTED_ALL = [
     "ChecksumMismatchError",
     "Context",
     "Decision",
+    "Durability",
     "Handoff",
     "HandoffContent",
     "HandoffError",

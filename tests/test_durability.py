@@ -13,6 +13,7 @@ import pytest
 
 from handoff_files import HandoffStore, HandoffValidationError, NoHandoffError, load
 from handoff_files.cli import main
+from handoff_files.doctor import examine
 from handoff_files.journal import DOCUMENT, ROTATE_BYTES, _encode
 from tests.writer_child import WriterProcess, read_thread
 
@@ -182,3 +183,19 @@ def test_sigkill_of_a_journal_first_writer_never_loses_an_acknowledged_generatio
             newest = restored.generation
     assert max(read_thread(thread_dir)) <= newest
     assert not list(thread_dir.rglob(".*.tmp")), "a temp file outlived the next open"
+
+
+def test_the_doctor_rewrites_lost_files_from_the_journal_line(thread_dir: Path) -> None:
+    store = HandoffStore(thread_dir, durability="journal")
+    store.save(_layers(1))
+    receipt = store.save(_layers(2))
+    _lose_files(thread_dir, 2)
+    findings = examine(HandoffStore(thread_dir))
+    assert any(f.level == "error" and "survives only in its journal line" in f.what for f in findings)
+    repaired = examine(HandoffStore(thread_dir), repair=True)
+    assert any(f.level == "repaired" and "survives only in its journal line" in f.what for f in repaired)
+    assert str(load(thread_dir / "history" / "00000002.json").seal) == receipt.checksum
+    assert str(load(thread_dir / "handoff.json").seal) == receipt.checksum
+    restored = HandoffStore(thread_dir).restore()
+    assert (restored.source, restored.generation, restored.problems) == ("primary", 2, ())
+    assert all(f.level == "ok" for f in examine(HandoffStore(thread_dir)))
