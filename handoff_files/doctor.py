@@ -233,7 +233,7 @@ def _check_journal(
             findings.append(Finding("warning", problem, "`handoff doctor --repair` cuts it (so does the next save)"))
         else:
             findings.append(Finding("unrepaired" if repair else "error", problem, "the line is lost; the rest reads"))
-    saves = [e for e in entries if e.event in ("saved", "sealed", "migrated")]
+    saves = [e for e in entries if e.event in SAVE_EVENTS]
     if not saves:
         findings.append(Finding("warning", f"{JOURNAL_NAME} records no save"))
         return

@@ -10,7 +10,11 @@ if TYPE_CHECKING:
     from handoff_files.model import Handoff
 
 __all__ = [
+    "BlobError",
+    "BlobIntegrityError",
+    "BlobNotFoundError",
     "ChecksumMismatchError",
+    "DescriptorError",
     "HandoffError",
     "HandoffLockedError",
     "HandoffMigrationError",
@@ -22,6 +26,7 @@ __all__ = [
     "InvalidNameError",
     "NoHandoffError",
     "SealError",
+    "TransferRefusedError",
     "UnsealedEditError",
     "UnsupportedVersionError",
 ]
@@ -113,3 +118,23 @@ class HandoffLockedError(HandoffError):
 
 class HandoffWriteError(HandoffError):
     """A write failed (disk full, I/O error, read-only file system); nothing already saved was changed."""
+
+
+class DescriptorError(HandoffError):
+    """A handoff descriptor is malformed, has no hash, or is of a version this library does not read."""
+
+
+class BlobError(HandoffError):
+    """A blob store could not be read or written (never taken as empty)."""
+
+
+class BlobNotFoundError(BlobError):
+    """The blob store holds no blob with that id."""
+
+
+class BlobIntegrityError(SealError):
+    """A fetched blob's sha256 differs from the descriptor's, or it is not the checkpoint it names."""
+
+
+class TransferRefusedError(HandoffError):
+    """A handoff cannot be adopted or transferred here: the target thread already has handoffs, or the source ended."""

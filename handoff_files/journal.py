@@ -21,7 +21,7 @@ __all__ = ["DOCUMENT", "EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
 JOURNAL_NAME: Final = "journal.jsonl"
 #: The events a journal records.
 EVENTS: Final = frozenset(
-    {"saved", "restored", "resumed", "migrated", "sealed", "repaired", "adopted", "transferred", "rotated"}
+    {"saved", "restored", "resumed", "migrated", "sealed", "repaired", "adopted", "exported", "transferred", "rotated"}
 )
 #: Past this size the journal is rotated: the current file becomes ``journal.1.jsonl`` (the one
 #: before that is dropped), so the journal never grows without bound.

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["SAVE_EVENTS", "Scan", "acknowledge", "journal_document", "restore", "scan", "summary_fields"]
 
 #: The journal events that record a new generation.
-SAVE_EVENTS: Final = ("saved", "sealed", "migrated")
+SAVE_EVENTS: Final = ("saved", "sealed", "migrated", "adopted")
 
 _GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")

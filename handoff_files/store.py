@@ -29,6 +29,7 @@ from handoff_files.errors import (
     HandoffValidationError,
     HandoffWriteError,
     NoHandoffError,
+    TransferRefusedError,
     UnsealedEditError,
 )
 from handoff_files.journal import Journal
@@ -267,6 +268,55 @@ class HandoffStore:
                 current.created_at,
                 ("already sealed: nothing to do",),
             )
+
+    def adopt(self, content: Handoff | HandoffContent, adopted_from: Mapping[str, Any]) -> SaveReceipt:
+        """Write *content* as generation 1 of this thread, recording where it came from.
+
+        Writes files; used by :func:`handoff_files.adopt_checkpoint`, which verifies the content
+        first. The thread must hold no handoff yet: nothing is ever written over another's work.
+
+        :param adopted_from: ``agent_id``, ``thread_id``, ``generation``, ``blob_id``, ``blob_sha256``.
+        :raises TransferRefusedError: if the thread already has handoffs (or any channel of one).
+        :raises HandoffError: as :meth:`save` does.
+        """
+        layers = layers_of(content, self.path)
+        self.init()
+        with self._lock.held():
+            found = self.holdings()
+            if found:
+                msg = f"already holds a thread ({', '.join(found)}); adopt into a new, empty directory"
+                raise TransferRefusedError(self.path, msg)
+            listing = self._history_generations()
+            lineage = {"adopted_from": dict(adopted_from), "migrated_from": None}
+            return self._save_locked(layers, self._head(listing), listing, lineage=lineage, event="adopted")
+
+    def record(self, event: str, *, generation: int | None, seal: str | None, summary: str, **extra: Any) -> None:
+        """Append an event line (``exported``, ``transferred`` …) to the journal, under the writers' lock. Writes.
+
+        :raises HandoffWriteError: if the line cannot be written.
+        """
+        self.init()
+        with self._lock.held():
+            self.journal.append(event, generation=generation, seal=seal, summary=summary, **extra)
+
+    def holdings(self) -> list[str]:
+        """The names of this directory's handoff files and channels (empty for a new thread).
+
+        :raises HandoffError: if the directory cannot be listed (an unreadable thread is never taken as empty).
+        """
+        try:
+            names = set(os.listdir(self.path))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            msg = f"cannot list the thread directory: {exc.strerror or exc}"
+            raise HandoffError(self.path, msg) from exc
+        journal = self.journal
+        channels = {f"{PRIMARY_STEM}{ext}" for ext in _EXTENSIONS.values()}
+        channels |= {MIRROR_NAME, journal.path.name, journal.previous.name}
+        found = sorted(names & channels)
+        found += [f"{HISTORY_DIR}/{name}" for _, name in self._history_generations()]
+        return found
 
     def migrate(
         self,

@@ -1,0 +1,217 @@
+"""Handing a run to another agent: export a sealed checkpoint to a blob store; adopt it once its hash checks."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from handoff_files.atomic import read_bytes
+from handoff_files.blobs import BlobStore, sha256_hex
+from handoff_files.codec import MAX_FILE_BYTES, render
+from handoff_files.descriptor import DESCRIPTOR_VERSION, Descriptor, now, parse_descriptor
+from handoff_files.errors import (
+    BlobError,
+    BlobIntegrityError,
+    HandoffError,
+    HandoffNotFoundError,
+    NoHandoffError,
+    TransferRefusedError,
+)
+from handoff_files.journal import DOCUMENT
+from handoff_files.loader import decode
+from handoff_files.model import Handoff
+from handoff_files.names import check_id
+from handoff_files.recovery import SAVE_EVENTS, summary_fields
+from handoff_files.results import SaveReceipt
+from handoff_files.store import HandoffStore
+
+__all__ = ["AdoptResult", "adopt_checkpoint", "checkpoint_bytes", "handoff_checkpoint"]
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptResult:
+    """What :func:`adopt_checkpoint` did: which checkpoint, verified, became which new thread."""
+
+    adopted_from: str  # the descriptor's source, "thread:generation"
+    new_thread_id: str
+    checkpoint_id: str  # the adopted generation's seal
+    blob_id: str
+    verified: bool  # the blob's sha256 and the handoff's seal both checked (always True on return)
+    receipt: SaveReceipt  # generation 1 of the new thread
+
+
+def _store_of(store: HandoffStore | str | os.PathLike[str]) -> HandoffStore:
+    return store if isinstance(store, HandoffStore) else HandoffStore(store)
+
+
+def checkpoint_bytes(store: HandoffStore, generation: int | None = None) -> tuple[bytes, Handoff]:
+    """The exact sealed bytes of one generation (default: the newest verified), and the handoff they hold.
+
+    :raises NoHandoffError: if that generation is not kept, or does not verify.
+    :raises TransferRefusedError: if the newest generation has no seal (rebuilt, or an older version).
+    """
+    if generation is None:
+        restored = store.restore()
+        if restored.handoff.seal is None:
+            msg = (
+                f"generation {restored.generation} has no seal ({restored.source}); "
+                "save it once to seal it, then hand it off"
+            )
+            raise TransferRefusedError(store.path, msg)
+        generation = restored.generation
+    for path in _candidates(store, generation):
+        try:
+            data, st = read_bytes(path, MAX_FILE_BYTES, follow_symlinks=False)
+            handoff = decode(data, path, mtime=st.st_mtime)
+        except HandoffError:
+            continue
+        if handoff.generation == generation and handoff.seal is not None:
+            return data, handoff
+    last, _ = store.journal.last(*SAVE_EVENTS)
+    if last is not None and last.generation == generation and isinstance(last.extra.get(DOCUMENT), dict):
+        data = render(last.extra[DOCUMENT], "json")
+        try:
+            return data, decode(data, store.journal.path)
+        except HandoffError:
+            pass
+    msg = f"generation {generation} is not kept in a form that verifies (history/ keeps the last {store.keep})"
+    raise NoHandoffError(store.path, msg)
+
+
+def _candidates(store: HandoffStore, generation: int) -> list[Path]:
+    names = [f"{generation:08d}{suffix}" for suffix in (".json", ".yaml")]
+    return [*(store.history_dir / name for name in names), store.primary]
+
+
+def handoff_checkpoint(
+    store: HandoffStore | str | os.PathLike[str],
+    *,
+    blobs: BlobStore,
+    generation: int | None = None,
+    to_agent: str | None = None,
+    summary: str | None = None,
+) -> Descriptor:
+    """Export a sealed generation to *blobs* and return the descriptor another agent adopts it by.
+
+    Copies no state to the receiver: the descriptor names the blob and its sha256. Records an
+    "exported" line in the source thread's journal.
+
+    :param generation: default: the newest verified generation.
+    :param to_agent: the agent meant to adopt it, if known.
+    :param summary: a line for the receiver; default: the narrative's first sentence and the next step.
+    :raises HandoffError: if the generation cannot be read (see :func:`checkpoint_bytes`) or the
+        blob store refuses (``BlobError``).
+    """
+    source = _store_of(store)
+    if to_agent is not None:
+        check_id(to_agent, "to_agent", source.path)
+    data, handoff = checkpoint_bytes(source, generation)
+    blob_id = _put(blobs, data)
+    document = handoff.model_dump(mode="json")
+    descriptor = Descriptor(
+        descriptor_version=DESCRIPTOR_VERSION,
+        source=f"{handoff.thread_id}:{handoff.generation}",
+        agent_id=handoff.agent_id,
+        thread_id=handoff.thread_id,
+        generation=handoff.generation,
+        checkpoint_id=str(handoff.seal),
+        blob_id=blob_id,
+        blob_sha256=sha256_hex(data),
+        to_agent=to_agent,
+        summary=(summary if summary is not None else summary_fields(document)["summary"])[:2000],
+        created_at=now(),
+    )
+    source.record(
+        "exported",
+        generation=handoff.generation,
+        seal=str(handoff.seal),
+        summary=f"exported as blob {blob_id[:12]}…" + (f" for {to_agent}" if to_agent else ""),
+        blob_id=blob_id,
+        to_agent=to_agent,
+    )
+    return descriptor
+
+
+def _put(blobs: BlobStore, data: bytes) -> str:
+    try:
+        return blobs.put(data)
+    except HandoffError:
+        raise
+    except Exception as exc:  # a blob store of the caller's own: whatever it raises, say where
+        msg = f"the blob store failed to store the checkpoint: {type(exc).__name__}: {exc}"
+        raise BlobError(repr(blobs), msg) from exc
+
+
+def _get(blobs: BlobStore, blob_id: str) -> bytes:
+    try:
+        data = blobs.get(blob_id)
+    except HandoffError:
+        raise
+    except Exception as exc:  # never taken as empty: an unreadable store is an error
+        msg = f"the blob store failed to return blob {blob_id}: {type(exc).__name__}: {exc}"
+        raise BlobError(repr(blobs), msg) from exc
+    if not isinstance(data, bytes | bytearray | memoryview):
+        msg = f"the blob store returned {type(data).__name__}, not bytes, for blob {blob_id}"
+        raise BlobError(repr(blobs), msg)
+    return bytes(data)
+
+
+def adopt_checkpoint(
+    descriptor: Descriptor | dict[str, Any] | str | bytes,
+    new_thread_dir: str | os.PathLike[str],
+    *,
+    blobs: BlobStore,
+    agent_id: str | None = None,
+) -> AdoptResult:
+    """Fetch the descriptor's blob, check its sha256 and seal, and only then write it as generation 1 of a new thread.
+
+    The new generation records ``lineage.adopted_from`` (source agent, thread, generation, blob id
+    and sha256). Nothing is written unless every check passes.
+
+    :param descriptor: the :class:`Descriptor`, a dict, or its JSON text.
+    :param new_thread_dir: an empty or missing directory; its name is the new thread's id.
+    :param agent_id: the adopting agent (default: the directory name, as for any new thread).
+    :raises DescriptorError: a malformed descriptor, one without a hash, or of an unknown version.
+    :raises TransferRefusedError: the target already holds handoffs.
+    :raises BlobNotFoundError, BlobError: the blob cannot be fetched (never taken as empty).
+    :raises BlobIntegrityError: the blob's sha256 differs, or it is not the checkpoint named.
+    :raises HandoffError: the blob is not a sealed handoff that verifies (as :func:`load` says).
+    """
+    wanted = parse_descriptor(descriptor)
+    target = HandoffStore(new_thread_dir, agent_id=agent_id)
+    held = target.holdings()
+    if held:
+        msg = f"already holds a thread ({', '.join(held)}); adopt into a new, empty directory"
+        raise TransferRefusedError(target.path, msg)
+    data = _get(blobs, wanted.blob_id)
+    where = f"blob {wanted.blob_id}"
+    actual = sha256_hex(data)
+    if actual != wanted.blob_sha256:
+        msg = f"sha256 is {actual}, but the descriptor says {wanted.blob_sha256}: refused, nothing written"
+        raise BlobIntegrityError(where, msg)
+    try:
+        handoff = decode(data, where)
+    except HandoffNotFoundError as exc:  # cannot happen for bytes; keep the type honest anyway
+        raise BlobError(where, exc.reason) from exc
+    named = (handoff.agent_id, handoff.thread_id, handoff.generation, str(handoff.seal))
+    expected = (wanted.agent_id, wanted.thread_id, wanted.generation, wanted.checkpoint_id)
+    if named != expected:
+        msg = (
+            f"holds {handoff.thread_id}:{handoff.generation} sealed {handoff.seal}, not the checkpoint the "
+            f"descriptor names ({wanted.source}, {wanted.checkpoint_id}): refused, nothing written"
+        )
+        raise BlobIntegrityError(where, msg)
+    receipt = target.adopt(
+        handoff,
+        {
+            "agent_id": handoff.agent_id,
+            "thread_id": handoff.thread_id,
+            "generation": handoff.generation,
+            "blob_id": wanted.blob_id,
+            "blob_sha256": wanted.blob_sha256,
+        },
+    )
+    new_thread = target.restore().handoff.thread_id
+    return AdoptResult(wanted.source, new_thread, wanted.checkpoint_id, wanted.blob_id, True, receipt)
