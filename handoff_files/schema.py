@@ -1,4 +1,4 @@
-"""JSON Schema for the current format, generated from the models (``python -m handoff_files.schema`` writes it)."""
+"""JSON Schemas of the current handoff and descriptor formats, generated from the models."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from handoff_files.descriptor import DESCRIPTOR_VERSION, Descriptor
 from handoff_files.model import SCHEMA_VERSION, Handoff
 
-__all__ = ["SCHEMA_FILE", "json_schema", "render_schema"]
+__all__ = ["DESCRIPTOR_SCHEMA_FILE", "SCHEMA_FILE", "descriptor_schema", "json_schema", "render_schema"]
 
+_SCHEMAS: Final = Path(__file__).resolve().parent.parent / "schemas"
 #: Where the current version's schema lives in a source checkout.
-SCHEMA_FILE: Final = Path(__file__).resolve().parent.parent / "schemas" / f"handoff-{SCHEMA_VERSION}.schema.json"
+SCHEMA_FILE: Final = _SCHEMAS / f"handoff-{SCHEMA_VERSION}.schema.json"
+#: Where the descriptor's schema lives in a source checkout.
+DESCRIPTOR_SCHEMA_FILE: Final = _SCHEMAS / f"descriptor-{DESCRIPTOR_VERSION}.schema.json"
 
 
 def json_schema() -> dict[str, Any]:
@@ -26,11 +30,22 @@ def json_schema() -> dict[str, Any]:
     }
 
 
-def render_schema() -> str:
-    """The schema file's text: indented, keys in a stable order, final newline."""
-    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+def descriptor_schema() -> dict[str, Any]:
+    """Return the JSON Schema of a handoff descriptor of the current version."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://handoff-files.invalid/schemas/descriptor-{DESCRIPTOR_VERSION}.schema.json",
+        **Descriptor.model_json_schema(mode="validation"),
+        "title": f"handoff-files descriptor, version {DESCRIPTOR_VERSION}",
+    }
+
+
+def render_schema(schema: dict[str, Any] | None = None) -> str:
+    """A schema file's text (default: the handoff's): indented, keys in a stable order, final newline."""
+    return json.dumps(json_schema() if schema is None else schema, indent=2, ensure_ascii=False) + "\n"
 
 
 if __name__ == "__main__":
     SCHEMA_FILE.write_text(render_schema(), encoding="utf-8")
-    sys.stdout.write(f"wrote {SCHEMA_FILE}\n")
+    DESCRIPTOR_SCHEMA_FILE.write_text(render_schema(descriptor_schema()), encoding="utf-8")
+    sys.stdout.write(f"wrote {SCHEMA_FILE} and {DESCRIPTOR_SCHEMA_FILE}\n")
