@@ -13,6 +13,7 @@ __all__ = [
     "BlobError",
     "BlobIntegrityError",
     "BlobNotFoundError",
+    "CapabilityError",
     "ChecksumMismatchError",
     "DescriptorError",
     "HandoffError",
@@ -24,9 +25,11 @@ __all__ = [
     "HandoffValidationError",
     "HandoffWriteError",
     "InvalidNameError",
+    "InvalidTransitionError",
     "NoHandoffError",
     "SealError",
     "TransferRefusedError",
+    "UnknownRequestError",
     "UnsealedEditError",
     "UnsupportedVersionError",
 ]
@@ -138,3 +141,18 @@ class BlobIntegrityError(SealError):
 
 class TransferRefusedError(HandoffError):
     """A handoff cannot be adopted or transferred here: the target thread already has handoffs, or the source ended."""
+
+
+class InvalidTransitionError(HandoffError, ValueError):
+    """A handoff request cannot move to that status from the one it is in (the message names it).
+
+    A ``ValueError`` too, as SW4RM's client raises, so code written for it keeps working.
+    """
+
+
+class UnknownRequestError(HandoffError, ValueError):
+    """No handoff request has that id (a ``ValueError`` too, as in SW4RM)."""
+
+
+class CapabilityError(HandoffError):
+    """The agent registry cannot be read, or names an agent or capability wrongly."""
