@@ -29,7 +29,7 @@ __all__ = [
 TEMP_SUFFIX: Final = ".tmp"
 # only names write_durable makes: the primary, a history generation, a kept legacy file
 _TEMP_NAME: Final = re.compile(
-    r"^\.(?:handoff\.(?:json|yaml)|state\.json|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$"
+    r"^\.(?:handoff\.(?:json|yaml)|state\.json|transferred\.json|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$"
 )
 
 

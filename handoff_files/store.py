@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -41,10 +41,12 @@ from handoff_files.names import check_id
 from handoff_files.recovery import summary_fields
 from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
 
-__all__ = ["DEFAULT_KEEP", "DURABILITIES", "HISTORY_DIR", "Durability", "HandoffStore"]
+__all__ = ["DEFAULT_KEEP", "DURABILITIES", "HISTORY_DIR", "TRANSFERRED_NAME", "Durability", "HandoffStore"]
 
 HISTORY_DIR: Final = "history"
 PRIMARY_STEM: Final = "handoff"
+#: Written by :func:`handoff_files.transfer`'s last phase: the thread was handed to another and is closed.
+TRANSFERRED_NAME: Final = "transferred.json"
 #: Generations kept in ``history/``, the current one included.
 DEFAULT_KEEP: Final = 10
 
@@ -375,11 +377,7 @@ class HandoffStore:
         event: str = "saved",
         durability: Durability | None = None,
     ) -> SaveReceipt:
-        if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
-            msg = (
-                f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
-            )
-            raise HandoffValidationError(self.path, msg)
+        self._check_writable(head)
         generation = max(head.generation, after) + 1
         if generation > MAX_INT:
             msg = f"the next generation would be {generation}, past the 64-bit limit; start a new thread"
@@ -467,6 +465,17 @@ class HandoffStore:
         )
         return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
 
+    def _check_writable(self, head: _Head) -> None:
+        """Refuse a save into a transferred thread, or into another agent's."""
+        if (self.path / TRANSFERRED_NAME).exists():
+            msg = f"thread was transferred (see {TRANSFERRED_NAME}) and is closed; the agent that adopted it carries on"
+            raise TransferRefusedError(self.path, msg)
+        if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
+            msg = (
+                f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
+            )
+            raise HandoffValidationError(self.path, msg)
+
     def _checkpoint(self, listing: list[tuple[int, str]]) -> None:
         """Make a journal-first save's files durable: the journal is about to drop its older lines."""
         try:
@@ -550,7 +559,11 @@ class HandoffStore:
 
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
         """
-        return recovery.restore(self, accept_edit=accept_edit)
+        restored = recovery.restore(self, accept_edit=accept_edit)
+        if (self.path / TRANSFERRED_NAME).exists():
+            closed = f"this thread was transferred (see {TRANSFERRED_NAME}) and is closed: continue in the target"
+            restored = replace(restored, problems=(*restored.problems, closed))
+        return restored
 
     def acknowledge(self, restored: Restored) -> None:
         """Record that the agent took *restored* in: the journal's "resumed from generation N" line.

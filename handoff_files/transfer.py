@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
-from handoff_files.atomic import read_bytes
+from handoff_files.atomic import read_bytes, write_durable
 from handoff_files.blobs import BlobStore, sha256_hex
 from handoff_files.codec import MAX_FILE_BYTES, render
 from handoff_files.descriptor import DESCRIPTOR_VERSION, Descriptor, now, parse_descriptor
@@ -25,9 +28,22 @@ from handoff_files.model import Handoff
 from handoff_files.names import check_id
 from handoff_files.recovery import SAVE_EVENTS, summary_fields
 from handoff_files.results import SaveReceipt
-from handoff_files.store import HandoffStore
+from handoff_files.store import TRANSFERRED_NAME, HandoffStore
 
-__all__ = ["AdoptResult", "adopt_checkpoint", "checkpoint_bytes", "handoff_checkpoint"]
+__all__ = [
+    "PHASES",
+    "AdoptResult",
+    "TransferResult",
+    "adopt_checkpoint",
+    "checkpoint_bytes",
+    "handoff_checkpoint",
+    "transfer",
+    "transferred_to",
+]
+
+Phase = Literal["summarized", "bootstrapped", "terminated"]
+#: A transfer's phases, in order; ``on_phase`` hears each name once it is durable.
+PHASES: Final[tuple[Phase, ...]] = ("summarized", "bootstrapped", "terminated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,3 +231,141 @@ def adopt_checkpoint(
     )
     new_thread = target.restore().handoff.thread_id
     return AdoptResult(wanted.source, new_thread, wanted.checkpoint_id, wanted.blob_id, True, receipt)
+
+
+@dataclass(frozen=True, slots=True)
+class TransferResult:
+    """A finished transfer: the source is TRANSFERRED and points at *target*, which holds the adopted generation."""
+
+    target: Path
+    new_thread_id: str
+    source_generation: int
+    blob_sha256: str
+    done: tuple[Phase, ...]  # the phases this call carried out (fewer when it resumed an interrupted one)
+
+
+def transferred_to(store: HandoffStore | str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The record a finished transfer left in the source thread (target, generation, blob), or None if it is live.
+
+    :raises HandoffError: if the record exists but cannot be read.
+    """
+    source = _store_of(store)
+    path = source.path / TRANSFERRED_NAME
+    try:
+        data, _ = read_bytes(path, 64 * 1024, follow_symlinks=False)
+    except HandoffNotFoundError:
+        return None
+    try:
+        record = json.loads(data)
+    except ValueError as exc:
+        msg = f"transfer record is not JSON: {exc}"
+        raise HandoffError(path, msg) from exc
+    if not isinstance(record, dict) or not isinstance(record.get("target"), str):
+        msg = "transfer record has no target"
+        raise HandoffError(path, msg)
+    return record
+
+
+def transfer(
+    store: HandoffStore | str | os.PathLike[str],
+    target_dir: str | os.PathLike[str],
+    *,
+    blobs: BlobStore,
+    to_agent: str | None = None,
+    summary: str | None = None,
+    agent_id: str | None = None,
+    on_phase: Callable[[Phase], None] | None = None,
+) -> TransferResult:
+    """Hand a whole thread to another agent: summarize, bootstrap, terminate — in that order.
+
+    1. **summarized**: export the newest sealed generation to *blobs* (:func:`handoff_checkpoint`).
+    2. **bootstrapped**: adopt it as generation 1 of *target_dir* (:func:`adopt_checkpoint`: hash
+       and seal checked first).
+    3. **terminated**: write ``transferred.json`` in the source (durably) and a "transferred"
+       journal line; the source refuses saves from then on (``TransferRefusedError``).
+
+    The source's writers' lock is held throughout, so no save can slip in after the export. A
+    TRANSFERRED source always points at a target that exists. Killed between phases, calling
+    ``transfer`` again with the same target finishes the job: an adoption of this source already
+    in the target is recognised and the last phase completed.
+
+    :param on_phase: called with each phase's name once it is done (progress; tests kill there).
+    :raises TransferRefusedError: if the source was transferred elsewhere, or the target holds another thread.
+    :raises HandoffError: as :func:`handoff_checkpoint` and :func:`adopt_checkpoint` do.
+    """
+    source = _store_of(store)
+    target = Path(target_dir).absolute()
+    done: list[Phase] = []
+    source.init()
+    with source._lock.held():
+        record = transferred_to(source)
+        if record is not None:
+            if Path(record["target"]) != target:
+                msg = f"was already transferred to {record['target']}; it is closed"
+                raise TransferRefusedError(source.path, msg)
+            return TransferResult(
+                target, str(record["thread_id"]), int(record["generation"]), str(record["blob_sha256"]), ()
+            )
+        adopted = _adoption_of(source, target)
+        if adopted is None:
+            descriptor = handoff_checkpoint(source, blobs=blobs, to_agent=to_agent, summary=summary)
+            done.append("summarized")
+            _tell(on_phase, "summarized")
+            result = adopt_checkpoint(descriptor, target, blobs=blobs, agent_id=agent_id)
+            adopted = (result.new_thread_id, descriptor.generation, descriptor.blob_id, descriptor.blob_sha256)
+            done.append("bootstrapped")
+            _tell(on_phase, "bootstrapped")
+        thread_id, generation, blob_id, blob_sha256 = adopted
+        newest = source.restore()
+        if newest.generation != generation:
+            msg = (
+                f"generation {newest.generation} is newer than generation {generation}, which {target} adopted; "
+                "refusing to close the source on an older copy (adopt again into a new directory)"
+            )
+            raise TransferRefusedError(source.path, msg)
+        at = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        record = {
+            "target": str(target),
+            "thread_id": thread_id,
+            "generation": generation,
+            "blob_id": blob_id,
+            "blob_sha256": blob_sha256,
+            "at": at,
+        }
+        # the marker first, then the journal line: the marker is what refuses further saves
+        write_durable(source.path / TRANSFERRED_NAME, (json.dumps(record, indent=2) + "\n").encode())
+        source.journal.append(
+            "transferred",
+            generation=generation,
+            seal=str(newest.handoff.seal),
+            summary=f"transferred to {target} (thread {thread_id}); this thread is closed",
+            target=str(target),
+        )
+        done.append("terminated")
+        _tell(on_phase, "terminated")
+    return TransferResult(target, thread_id, generation, blob_sha256, tuple(done))
+
+
+def _tell(on_phase: Callable[[Phase], None] | None, phase: Phase) -> None:
+    if on_phase is not None:
+        on_phase(phase)
+
+
+def _adoption_of(source: HandoffStore, target: Path) -> tuple[str, int, str, str] | None:
+    """If *target* already adopted the source's newest generation (an interrupted transfer), what it adopted."""
+    store = HandoffStore(target)
+    if not store.holdings():
+        return None
+    try:
+        adopted = store.restore().handoff
+    except HandoffError:
+        return None  # let adopt_checkpoint refuse the occupied target with its own message
+    lineage = adopted.lineage.adopted_from
+    if lineage is None or (lineage.agent_id, lineage.thread_id) != _ids(source):
+        return None
+    return adopted.thread_id, lineage.generation, lineage.blob_id, lineage.blob_sha256
+
+
+def _ids(source: HandoffStore) -> tuple[str, str]:
+    handoff = source.restore().handoff
+    return handoff.agent_id, handoff.thread_id
