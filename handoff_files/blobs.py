@@ -19,6 +19,7 @@ __all__ = [
     "LocalBlobStore",
     "blob_path",
     "check_blob_id",
+    "open_blobs",
     "pack",
     "sha256_hex",
     "unpack",
@@ -29,6 +30,9 @@ COMPRESS_OVER: Final = 100 * 1024
 #: The suffix of a compressed blob.
 COMPRESSED_SUFFIX: Final = ".zz"
 _BLOB_ID: Final = re.compile(r"[0-9a-f]{64}")
+#: The environment variable naming the blob store when none is given (a folder or an fsspec URL).
+BLOBS_ENV: Final = "HANDOFF_BLOBS"
+_NO_STORE: Final = "<blobs>"
 
 
 @runtime_checkable
@@ -172,8 +176,35 @@ class LocalBlobStore:
 
         :raises BlobError: if the folder cannot be looked into (never taken as "absent").
         """
-        try:
-            return any(self._path(blob_id, suffix).exists() for suffix in ("", COMPRESSED_SUFFIX))
-        except OSError as exc:
-            msg = f"cannot look for blob {blob_id}: {exc.strerror or exc}"
-            raise BlobError(self.root, msg) from exc
+        for suffix in ("", COMPRESSED_SUFFIX):
+            path = self._path(blob_id, suffix)
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:  # ENOTDIR, EACCES …: Path.exists() would call these "absent"
+                msg = f"cannot look for blob {blob_id}: {exc.strerror or exc}"
+                raise BlobError(self.root, msg) from exc
+            return True
+        return False
+
+
+def open_blobs(location: str | os.PathLike[str] | None = None) -> BlobStore:
+    """The blob store at *location*: a folder, or any fsspec URL (``s3://bucket/prefix``, ``gcs://…``).
+
+    fsspec is imported only for a URL. Options for the remote filesystem come from fsspec's own
+    configuration (for S3, the usual AWS variables, and ``FSSPEC_S3_ENDPOINT_URL`` for an S3-compatible server).
+
+    :param location: default: the ``HANDOFF_BLOBS`` environment variable.
+    :raises BlobError: if no location is given or set.
+    """
+    text = os.fspath(location) if location is not None else os.environ.get(BLOBS_ENV, "")
+    if not text:
+        msg = f"no blob store given: pass one (a folder or an fsspec URL) or set {BLOBS_ENV}"
+        raise BlobError(_NO_STORE, msg)
+    if "://" in text and not text.startswith("file://"):
+        # imported here: only remote stores pay for fsspec
+        from handoff_files.remote import FsspecBlobStore  # noqa: PLC0415
+
+        return FsspecBlobStore(text)
+    return LocalBlobStore(text.removeprefix("file://"))

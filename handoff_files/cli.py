@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from handoff_files import __version__
 from handoff_files.atomic import read_bytes, write_durable
+from handoff_files.blobs import open_blobs
 from handoff_files.codec import MAX_FILE_BYTES, parse
 from handoff_files.doctor import examine
 from handoff_files.errors import HandoffError
@@ -27,6 +28,7 @@ from handoff_files.render import (
 )
 from handoff_files.results import SaveReceipt
 from handoff_files.store import HandoffStore
+from handoff_files.transfer import adopt_checkpoint, handoff_checkpoint
 
 __all__ = ["main"]
 
@@ -119,7 +121,7 @@ def cmd_import(args: argparse.Namespace) -> str:
     return _receipt(sw4rm.import_context(data, args.dir, source=name, format=args.format), args, "imported")
 
 
-def cmd_export(args: argparse.Namespace) -> str:
+def cmd_export_context(args: argparse.Namespace) -> str:
     from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see cmd_import
 
     data = sw4rm.export_context(args.dir)
@@ -127,6 +129,32 @@ def cmd_export(args: argparse.Namespace) -> str:
         return data.decode("utf-8") + "\n"
     write_durable(Path(args.output), data)
     return to_json({"path": args.output, "bytes": len(data)}) if args.json else f"wrote {args.output}\n"
+
+
+def cmd_export(args: argparse.Namespace) -> str:
+    descriptor = handoff_checkpoint(
+        thread_of(args.dir),
+        blobs=open_blobs(args.blobs),
+        generation=args.generation,
+        to_agent=args.to,
+        summary=args.summary,
+    )
+    text = descriptor.to_json() + "\n"
+    if args.output is None:
+        return text
+    write_durable(Path(args.output), text.encode("utf-8"))
+    return to_json({"path": args.output, "descriptor": descriptor.model_dump(mode="json")}) if args.json else text
+
+
+def cmd_adopt(args: argparse.Namespace) -> str:
+    data, _ = _read_input(args.descriptor)
+    result = adopt_checkpoint(data, args.new_dir, blobs=open_blobs(args.blobs), agent_id=args.agent_id)
+    if args.json:
+        return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt)})
+    return (
+        f"adopted {result.adopted_from} ({result.checkpoint_id}) as generation {result.receipt.generation} of "
+        f"thread {result.new_thread_id}; blob {result.blob_id[:12]}… sha256 and seal verified\n"
+    )
 
 
 def cmd_doctor(args: argparse.Namespace) -> str:
@@ -215,10 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="thread directory")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
 
-    p = add("export", cmd_export, "write a thread's context block in another framework's format")
+    p = add("export-context", cmd_export_context, "write a thread's context block in another framework's format")
     p.add_argument("--to", dest="target_format", choices=["sw4rm"], required=True, help="output format")
     p.add_argument("dir", help="thread directory (restored) or handoff file")
     p.add_argument("-o", "--output", help="write exactly these bytes, durably, to FILE instead of stdout")
+
+    _add_transfer_commands(add)
 
     p = add("doctor", cmd_doctor, "check every channel of a thread and what a person can do; exit 1 on errors")
     p.add_argument("dir", help="thread directory")
@@ -243,6 +273,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")
     return parser
+
+
+_Add = Callable[[str, Callable[[argparse.Namespace], str], str], argparse.ArgumentParser]
+
+
+def _add_transfer_commands(add: _Add) -> None:
+    """The subcommands that hand work to another agent."""
+    blobs_help = "blob store: a folder or an fsspec URL such as s3://bucket/prefix (default: $HANDOFF_BLOBS)"
+    p = add("export", cmd_export, "hand a sealed generation to another agent: store its blob, print the descriptor")
+    p.add_argument("dir", help="thread directory")
+    p.add_argument("--to", metavar="AGENT", help="the agent meant to adopt it")
+    p.add_argument("--blobs", metavar="URL", help=blobs_help)
+    p.add_argument("--generation", type=int, metavar="N", help="which generation (default: the newest verified)")
+    p.add_argument("--summary", help="a line for the receiver (default: the narrative's first sentence, next step)")
+    p.add_argument("-o", "--output", help="also write the descriptor, durably, to FILE")
+
+    p = add("adopt", cmd_adopt, "fetch a descriptor's blob, verify its sha256 and seal, start a new thread with it")
+    p.add_argument("descriptor", help="descriptor file (JSON), or - for stdin")
+    p.add_argument("new_dir", help="the new thread's directory (missing or empty)")
+    p.add_argument("--blobs", metavar="URL", help=blobs_help)
+    p.add_argument("--agent-id", help="the adopting agent (default: the directory name)")
 
 
 def _one_line(text: str) -> str:

@@ -65,13 +65,13 @@ def test_every_error_is_a_handoff_error_that_names_its_path_and_pickles(cls: typ
     assert (type(clone), clone.path, clone.reason) == (cls, error.path, error.reason)
 
 
-def test_importing_the_package_does_not_import_watchdog_or_ruamel() -> None:
+def test_importing_the_package_does_not_import_watchdog_ruamel_or_fsspec() -> None:
     import subprocess
     import sys
 
     code = (
         "import sys, handoff_files; h = handoff_files.HandoffStore; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'ruamel')))"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'ruamel', 'fsspec', 's3fs')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

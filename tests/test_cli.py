@@ -245,10 +245,10 @@ def test_import_and_export_move_sw4rm_context_bytes_through_a_thread(
     thread = tmp_path / "t1"
     assert main(["import", "--from", "sw4rm", str(source), str(thread)]) == 0
     assert "imported generation 1" in capsys.readouterr().out
-    assert main(["export", "--to", "sw4rm", str(thread)]) == 0
+    assert main(["export-context", "--to", "sw4rm", str(thread)]) == 0
     assert capsys.readouterr().out.encode("utf-8") == context + b"\n"
     out = tmp_path / "out.bin"
-    assert main(["export", "--to", "sw4rm", str(thread), "-o", str(out)]) == 0
+    assert main(["export-context", "--to", "sw4rm", str(thread), "-o", str(out)]) == 0
     assert out.read_bytes() == context
     bad = tmp_path / "bad.bin"
     bad.write_bytes(b"[1, 2]")

@@ -353,3 +353,9 @@ def test_the_committed_descriptor_schema_matches_the_model_and_validates_a_descr
     descriptor = json.loads(handoff_checkpoint(source, blobs=blobs).to_json())
     jsonschema.validate(descriptor, json.loads(DESCRIPTOR_SCHEMA_FILE.read_text(encoding="utf-8")))
     assert isinstance(parse_descriptor(descriptor), Descriptor)
+
+
+def test_a_store_root_that_is_a_file_is_an_error_not_absent(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    with pytest.raises(BlobError, match="cannot look for blob"):
+        LocalBlobStore(tmp_path / "f").exists(sha256_hex(b"x"))
