@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from handoff_files.blobs import BlobStore, LocalBlobStore
+from handoff_files.descriptor import Descriptor
 from handoff_files.errors import (
+    BlobError,
+    BlobIntegrityError,
+    BlobNotFoundError,
+    CapabilityError,
     ChecksumMismatchError,
+    DescriptorError,
     HandoffError,
     HandoffLockedError,
     HandoffMigrationError,
@@ -13,8 +20,11 @@ from handoff_files.errors import (
     HandoffValidationError,
     HandoffWriteError,
     InvalidNameError,
+    InvalidTransitionError,
     NoHandoffError,
     SealError,
+    TransferRefusedError,
+    UnknownRequestError,
     UnsealedEditError,
     UnsupportedVersionError,
 )
@@ -34,14 +44,24 @@ from handoff_files.model import (
 )
 from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.store import Durability, HandoffStore
+from handoff_files.transfer import AdoptResult, TransferResult, adopt_checkpoint, handoff_checkpoint, transfer
+from handoff_files.trim import trim_context
 
 __version__ = "0.1.0"
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AdoptResult",
+    "BlobError",
+    "BlobIntegrityError",
+    "BlobNotFoundError",
+    "BlobStore",
+    "CapabilityError",
     "ChecksumMismatchError",
     "Context",
     "Decision",
+    "Descriptor",
+    "DescriptorError",
     "Durability",
     "Handoff",
     "HandoffContent",
@@ -56,7 +76,9 @@ __all__ = [
     "HandoffWriteError",
     "HistoryEntry",
     "InvalidNameError",
+    "InvalidTransitionError",
     "Lineage",
+    "LocalBlobStore",
     "Message",
     "MigrationReport",
     "NoHandoffError",
@@ -66,9 +88,16 @@ __all__ = [
     "Seal",
     "SealError",
     "State",
+    "TransferRefusedError",
+    "TransferResult",
+    "UnknownRequestError",
     "UnsealedEditError",
     "UnsupportedVersionError",
     "Warning",
     "__version__",
+    "adopt_checkpoint",
+    "handoff_checkpoint",
     "load",
+    "transfer",
+    "trim_context",
 ]
