@@ -20,7 +20,7 @@ from handoff_files.mirror import MIRROR_NAME
 from handoff_files.results import Restored
 from handoff_files.store import HISTORY_DIR, PRIMARY_STEM, HandoffStore
 
-__all__ = ["RunResult", "supervise"]
+__all__ = ["RunResult", "exit_status", "supervise"]
 
 #: How often the supervisor looks at the agent and the journal, in seconds.
 POLL_SECONDS: Final = 0.02
@@ -272,7 +272,7 @@ class _Supervisor:
         if outcome is None:  # it came between two starts
             reason = f"stopped by {name} before the agent was (re)started"
         else:
-            reason = f"stopped by {name} (passed on to the agent: {_status(outcome.status or 0)})"
+            reason = f"stopped by {name} (passed on to the agent: {exit_status(outcome.status or 0)})"
         self.report(reason)
         return self._result(1, reason)
 
@@ -380,10 +380,10 @@ class _Supervisor:
             )
         status, seconds = outcome.status or 0, outcome.seconds
         if restored is None or outcome.acknowledged:
-            return f"agent {_status(status)} after {seconds:.1f} s"
+            return f"agent {exit_status(status)} after {seconds:.1f} s"
         if status == 0:
             return f"the agent finished (exit 0) after {seconds:.1f} s without acknowledging generation {generation}"
-        return f"agent {_status(status)} after {seconds:.1f} s before acknowledging its context"
+        return f"agent {exit_status(status)} after {seconds:.1f} s before acknowledging its context"
 
     # -- stopping ----------------------------------------------------------------------------
 
@@ -493,7 +493,8 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def _status(status: int) -> str:
+def exit_status(status: int) -> str:
+    """A child's exit status in words: "killed by SIGKILL", "exited with status 3"."""
     return f"killed by {_signal_name(-status)}" if status < 0 else f"exited with status {status}"
 
 
