@@ -39,6 +39,7 @@ __all__ = [
     "handoff_checkpoint",
     "transfer",
     "transferred_to",
+    "verify_checkpoint",
 ]
 
 Phase = Literal["summarized", "bootstrapped", "terminated"]
@@ -174,6 +175,32 @@ def _get(blobs: BlobStore, blob_id: str) -> bytes:
     return bytes(data)
 
 
+def verify_checkpoint(descriptor: Descriptor | dict[str, Any] | str | bytes, *, blobs: BlobStore) -> Handoff:
+    """Fetch the descriptor's blob and check it, writing nothing: what adoption checks before it writes.
+
+    :returns: the verified handoff the blob holds.
+    :raises DescriptorError, BlobNotFoundError, BlobError, BlobIntegrityError, HandoffError:
+        as :func:`adopt_checkpoint` does.
+    """
+    wanted = parse_descriptor(descriptor)
+    data = _get(blobs, wanted.blob_id)
+    where = f"blob {wanted.blob_id}"
+    actual = sha256_hex(data)
+    if actual != wanted.blob_sha256:
+        msg = f"sha256 is {actual}, but the descriptor says {wanted.blob_sha256}: refused, nothing written"
+        raise BlobIntegrityError(where, msg)
+    handoff = decode(data, where)
+    named = (handoff.agent_id, handoff.thread_id, handoff.generation, str(handoff.seal))
+    expected = (wanted.agent_id, wanted.thread_id, wanted.generation, wanted.checkpoint_id)
+    if named != expected:
+        msg = (
+            f"holds {handoff.thread_id}:{handoff.generation} sealed {handoff.seal}, not the checkpoint the "
+            f"descriptor names ({wanted.source}, {wanted.checkpoint_id}): refused, nothing written"
+        )
+        raise BlobIntegrityError(where, msg)
+    return handoff
+
+
 def adopt_checkpoint(
     descriptor: Descriptor | dict[str, Any] | str | bytes,
     new_thread_dir: str | os.PathLike[str],
@@ -201,24 +228,7 @@ def adopt_checkpoint(
     if held:
         msg = f"already holds a thread ({', '.join(held)}); adopt into a new, empty directory"
         raise TransferRefusedError(target.path, msg)
-    data = _get(blobs, wanted.blob_id)
-    where = f"blob {wanted.blob_id}"
-    actual = sha256_hex(data)
-    if actual != wanted.blob_sha256:
-        msg = f"sha256 is {actual}, but the descriptor says {wanted.blob_sha256}: refused, nothing written"
-        raise BlobIntegrityError(where, msg)
-    try:
-        handoff = decode(data, where)
-    except HandoffNotFoundError as exc:  # cannot happen for bytes; keep the type honest anyway
-        raise BlobError(where, exc.reason) from exc
-    named = (handoff.agent_id, handoff.thread_id, handoff.generation, str(handoff.seal))
-    expected = (wanted.agent_id, wanted.thread_id, wanted.generation, wanted.checkpoint_id)
-    if named != expected:
-        msg = (
-            f"holds {handoff.thread_id}:{handoff.generation} sealed {handoff.seal}, not the checkpoint the "
-            f"descriptor names ({wanted.source}, {wanted.checkpoint_id}): refused, nothing written"
-        )
-        raise BlobIntegrityError(where, msg)
+    handoff = verify_checkpoint(wanted, blobs=blobs)
     receipt = target.adopt(
         handoff,
         {
