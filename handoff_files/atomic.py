@@ -17,6 +17,8 @@ __all__ = [
     "TEMP_SUFFIX",
     "fsync_dir",
     "fsync_file",
+    "is_real_dir",
+    "lexists",
     "read_bytes",
     "remove_stray_temps",
     "stray_temps",
@@ -214,8 +216,37 @@ def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple
         msg = f"cannot read: {exc.strerror or exc}"
         raise HandoffError(path, msg) from exc
     finally:
-        os.close(fd)
+        # a failed close of a file only read loses nothing, and must not hide the read's own error
+        with contextlib.suppress(OSError):
+            os.close(fd)
     return data, st
+
+
+def lexists(path: Path) -> bool:
+    """Whether *path* exists (a dangling symlink counts); an error other than "no such file" is a HandoffError.
+
+    ``Path.exists()`` lets EIO and EACCES escape as bare ``OSError``; this names the path instead.
+    """
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        msg = f"cannot look at it: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    return True
+
+
+def is_real_dir(path: Path, *, follow_symlinks: bool = False) -> bool:
+    """Whether *path* is a directory (by default not a symlink to one); other errors as :func:`lexists`."""
+    try:
+        st = path.stat(follow_symlinks=follow_symlinks)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        msg = f"cannot look at it: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    return stat.S_ISDIR(st.st_mode)
 
 
 def _is_regular(st: os.stat_result) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import pydantic
 
-from handoff_files.atomic import read_bytes, write_durable
+from handoff_files.atomic import is_real_dir, read_bytes, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, render
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError, UnsealedEditError
 from handoff_files.journal import DOCUMENT, JOURNAL_NAME, Entry
@@ -190,7 +190,7 @@ def _channels(store: HandoffStore, found: Scan, problems: list[str]) -> tuple[Mi
 
 def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
     """Climb the recovery ladder (see :meth:`HandoffStore.restore`)."""
-    if not store.path.is_dir():
+    if not is_real_dir(store.path, follow_symlinks=True):
         msg = "no such thread directory: nothing has been saved here"
         raise NoHandoffError(store.path, msg)
     found = scan(store)

@@ -15,6 +15,8 @@ from handoff_files import seal as sealing
 from handoff_files.atomic import (
     fsync_dir,
     fsync_file,
+    is_real_dir,
+    lexists,
     read_bytes,
     remove_stray_temps,
     stray_temps,
@@ -218,7 +220,7 @@ class HandoffStore:
         """
         layers = layers_of(content, self.path)
         mode = self.durability if durability is None else self._check_durability(durability)
-        if not self.history_dir.is_dir() or self.history_dir.is_symlink():
+        if not is_real_dir(self.history_dir):
             self.init()
         with self._lock.held():
             if self._temps_left:  # a dead writer's leftovers; under the lock none can be live
@@ -458,16 +460,21 @@ class HandoffStore:
             # or "migrated" (an older file rewritten); all three carry the summary a rebuild reads
             self.journal.append(event, generation=generation, seal=seal_text, **summary)
         self._prune([(generation, history_file.name), *listing])
-        st = os.lstat(self.primary)
-        self._cache = (
-            (st.st_ino, st.st_mtime_ns, st.st_size, generation),
-            _Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok", head.saves + 1),
-        )
+        self._remember(_Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok", head.saves + 1))
         return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
+
+    def _remember(self, head: _Head) -> None:
+        """Cache the head this store just wrote, keyed by the primary it wrote."""
+        try:
+            st = os.lstat(self.primary)
+        except OSError:
+            self._cache = None  # the save is durable; the next one just scans the disk again
+        else:
+            self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size, head.generation), head)
 
     def _check_writable(self, head: _Head) -> None:
         """Refuse a save into a transferred thread, or into another agent's."""
-        if (self.path / TRANSFERRED_NAME).exists():
+        if lexists(self.path / TRANSFERRED_NAME):
             msg = f"thread was transferred (see {TRANSFERRED_NAME}) and is closed; the agent that adopted it carries on"
             raise TransferRefusedError(self.path, msg)
         if head.agent_id and self._agent_id and head.agent_id != self._agent_id:
@@ -522,8 +529,8 @@ class HandoffStore:
         if self._cache is not None:
             try:
                 st = os.lstat(self.primary)
-            except FileNotFoundError:
-                pass
+            except OSError:
+                pass  # scan the disk below, which names what is wrong
             else:
                 newest_listed = listing[0][0] if listing else 0
                 if self._cache[0] == (st.st_ino, st.st_mtime_ns, st.st_size, newest_listed):
@@ -560,7 +567,7 @@ class HandoffStore:
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
         """
         restored = recovery.restore(self, accept_edit=accept_edit)
-        if (self.path / TRANSFERRED_NAME).exists():
+        if lexists(self.path / TRANSFERRED_NAME):
             closed = f"this thread was transferred (see {TRANSFERRED_NAME}) and is closed: continue in the target"
             restored = replace(restored, problems=(*restored.problems, closed))
         return restored
