@@ -41,7 +41,8 @@ def _table(rows: list[Row], durability: str) -> str:
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return "\n".join(lines)
+    notes = [f"- {row.part}: {row.notes}" for row in rows if row.notes]
+    return "\n".join(lines + (["", *notes] if notes else []))
 
 
 def _progress(name: str) -> Callable[[str], None]:
