@@ -53,8 +53,10 @@ class Scan:
 
 def scan(store: HandoffStore) -> Scan:
     """Find the newest verified generation: the primary, ``history/``, then a journal-first save's line."""
-    found = _scan_files(store)
+    # the journal first, the files after: a save writes its files before its journal line (or, journal
+    # first, puts the whole document in it), so a line read now names nothing the file scan can miss
     last, damaged = store.journal.last(*SAVE_EVENTS)
+    found = _scan_files(store)
     found = replace(found, last=last, journal_problems=tuple(damaged))
     if last is None or last.generation is None or DOCUMENT not in last.extra:
         return found
@@ -172,15 +174,21 @@ def _generation_guess(store: HandoffStore) -> int:
     return max((n for n in found if n < MAX_INT), default=0)
 
 
-def _channels(store: HandoffStore, found: Scan, problems: list[str]) -> tuple[Mirror | None, Entry | None]:
-    """Read state.json, and take the journal's last save from the scan, noting what is missing or damaged."""
-    mirror: Mirror | None = None
+def _mirror(store: HandoffStore) -> Mirror | str:
+    """state.json, or what is wrong with it."""
     try:
-        mirror = read_mirror(store.mirror_path)
+        return read_mirror(store.mirror_path)
     except HandoffNotFoundError:
-        problems.append(f"{MIRROR_NAME} is missing")
+        return f"{MIRROR_NAME} is missing"
     except HandoffError as exc:
-        problems.append(f"{MIRROR_NAME}: {exc.reason}")
+        return f"{MIRROR_NAME}: {exc.reason}"
+
+
+def _channels(found: Scan, read: Mirror | str, problems: list[str]) -> tuple[Mirror | None, Entry | None]:
+    """state.json (read before the scan) and the journal's last save (taken from it), noting what is wrong."""
+    mirror = read if isinstance(read, Mirror) else None
+    if isinstance(read, str):
+        problems.append(read)
     last, damaged = found.last, found.journal_problems
     problems.extend(damaged)
     if last is None and not damaged:
@@ -193,16 +201,20 @@ def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
     if not is_real_dir(store.path, follow_symlinks=True):
         msg = "no such thread directory: nothing has been saved here"
         raise NoHandoffError(store.path, msg)
+    # readers take no lock, so every look reads state.json and the journal BEFORE the files: a save
+    # writes its history copy before either names its generation, so the scan that follows finds it
+    read = _mirror(store)
     found = scan(store)
     if accept_edit and found.edit is not None:
         store.seal()
+        read = _mirror(store)
         found = scan(store)
-    # readers take no lock: a save can land between the scan and the channel reads, so the
-    # channels look ahead of every file; look again before calling anything lost or rebuilding
+    # channels ahead of every file mean lost files, or a save that overtook this look: look again
+    # before calling anything lost or rebuilding
     for attempt in range(_LOOKS):
         newest = found.newest
         problems = list(newest.problems if newest is not None else found.problems)
-        mirror, last = _channels(store, found, problems)
+        mirror, last = _channels(found, read, problems)
         # the newest generation any channel knows of (a damaged file's number counts: it was saved)
         expected = max(mirror.generation if mirror else 0, (last.generation or 0) if last else 0, found.highest)
         if newest is not None and newest.generation >= expected:
@@ -210,6 +222,7 @@ def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
             return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)
         if attempt < _LOOKS - 1:
             time.sleep(_LOOK_PAUSE * (attempt + 1))
+            read = _mirror(store)
             found = scan(store)
     if mirror is not None and mirror.generation == expected:
         rebuilt, why_not = _rebuild(mirror, last if last is not None and last.generation == expected else None)
