@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -14,17 +14,16 @@ from handoff_files import recovery
 from handoff_files import seal as sealing
 from handoff_files.atomic import (
     fsync_dir,
-    fsync_file,
     is_real_dir,
     lexists,
     read_bytes,
     remove_stray_temps,
     stray_temps,
     write_durable,
-    write_durable_together,
 )
-from handoff_files.codec import MAX_FILE_BYTES, Format, render
-from handoff_files.content import ENVELOPE, dump_layers, layers_of
+from handoff_files.codec import MAX_FILE_BYTES, Format
+from handoff_files.commit import Head, commit
+from handoff_files.content import dump_layers, layers_of
 from handoff_files.errors import (
     HandoffError,
     HandoffNotFoundError,
@@ -37,10 +36,9 @@ from handoff_files.errors import (
 from handoff_files.journal import Journal
 from handoff_files.loader import decode, load
 from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, WriterLock, try_writer_lock
-from handoff_files.mirror import MIRROR_NAME, Mirror, mirror_bytes, read_mirror
-from handoff_files.model import MAX_INT, SCHEMA_VERSION, Handoff, HandoffContent
+from handoff_files.mirror import MIRROR_NAME, Mirror, read_mirror
+from handoff_files.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.names import check_id
-from handoff_files.recovery import summary_fields
 from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
 
 __all__ = ["DEFAULT_KEEP", "DURABILITIES", "HISTORY_DIR", "TRANSFERRED_NAME", "Durability", "HandoffStore"]
@@ -62,21 +60,6 @@ DURABILITIES: Final[tuple[Durability, ...]] = ("full", "journal")
 
 _EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
 _GENERATION_FILE: Final = re.compile(r"\d{8,}\.(?:json|yaml)\Z")
-
-# the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
-_ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
-
-
-@dataclass(frozen=True, slots=True)
-class _Head:
-    """What the next save chains from."""
-
-    generation: int  # highest generation seen anywhere (0 for a new thread)
-    parent: str | None  # seal of the newest verified generation
-    agent_id: str | None
-    thread_id: str | None
-    primary: Literal["ok", "missing", "bad", "legacy"]
-    saves: int = 0  # saves so far, as state.json counts them
 
 
 class HandoffStore:
@@ -122,7 +105,7 @@ class HandoffStore:
             check_id(self.path.name, "thread directory name", self.path)
         self.format: Format = self._choose_format(format)
         self._lock = WriterLock(self.path, timeout=lock_timeout)
-        self._cache: tuple[tuple[int, int, int, int], _Head] | None = None
+        self._cache: tuple[tuple[int, int, int, int], Head] | None = None
         self._temps_left = False
         if stray_temps(self.path) or stray_temps(self.history_dir):
             # a live writer's temp file exists only while it holds the lock: with the lock free,
@@ -371,7 +354,7 @@ class HandoffStore:
     def _save_locked(
         self,
         layers: dict[str, Any],
-        head: _Head,
+        head: Head,
         listing: list[tuple[int, str]],
         *,
         lineage: dict[str, Any] | None = None,
@@ -380,90 +363,24 @@ class HandoffStore:
         durability: Durability | None = None,
     ) -> SaveReceipt:
         self._check_writable(head)
-        generation = max(head.generation, after) + 1
-        if generation > MAX_INT:
-            msg = f"the next generation would be {generation}, past the 64-bit limit; start a new thread"
-            raise HandoffValidationError(self.path, msg)
-        created_at = dt.datetime.now(dt.UTC)
-        document = {
-            "schema_version": SCHEMA_VERSION,
-            "agent_id": self._agent_id or head.agent_id or self.path.name,
-            "thread_id": self._thread_id or head.thread_id or self.path.name,
-            "generation": generation,
-            "created_at": created_at.isoformat(timespec="microseconds").replace("+00:00", "Z"),
-            "parent": head.parent,
-            "lineage": lineage or {"adopted_from": None, "migrated_from": None},
-            **layers,
-        }
-        try:
-            checksum = sealing.digest(sealing.canonical(document), self.algorithm)
-        except ValueError as exc:
-            msg = f"not valid handoff content: {exc}"
-            raise HandoffValidationError(self.path, msg) from exc
-        document["seal"] = {"algorithm": self.algorithm, "digest": checksum}
-        data = render({key: document[key] for key in _ORDER if key in document}, self.format)
-        if len(data) > MAX_FILE_BYTES:
-            # never acknowledge a generation the loader would refuse to read back
-            msg = f"handoff would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; trim context or data"
-            raise HandoffValidationError(self.path, msg)
-        problems: list[str] = []
-        if head.primary in ("bad", "legacy"):
-            # a primary that does not verify (a person's edit, or damage) or is an older version:
-            # keep its bytes, never overwrite them unseen
-            prefix = "displaced" if head.primary == "bad" else "legacy"
-            kept = self.history_dir / f"{prefix}-{created_at:%Y%m%dT%H%M%S%fZ}{_EXTENSIONS[self.format]}"
-            try:
-                os.link(self.primary, kept)
-                if (durability or self.durability) == "journal":
-                    fsync_dir(self.history_dir)  # a full save's history write makes the link durable too
-            except OSError as exc:
-                msg = f"cannot keep the replaced primary before replacing it: {exc.strerror or exc}"
-                raise HandoffWriteError(self.primary, msg) from exc
-            why = "did not verify" if head.primary == "bad" else "was an older version"
-            problems.append(f"the primary {why}; kept it as {HISTORY_DIR}/{kept.name}")
-        history_file = self.history_dir / f"{generation:08d}{_EXTENSIONS[self.format]}"
-        seal_text = f"{self.algorithm}:{checksum}"
-        summary = summary_fields(document)
-        journal_first = (durability or self.durability) == "journal"
-        if journal_first:
-            # the commit point is one fdatasync of a line holding the whole sealed document;
-            # the files below are copies a crash may lose, and restore falls back to this line
-            self.journal.append(
-                event,
-                generation=generation,
-                seal=seal_text,
-                before_rotate=lambda: self._checkpoint(listing),
-                document=document,  # the line's DOCUMENT key
-                **summary,
-            )
-        else:
-            # history first: once its copy is durable the generation exists (restore takes the newest
-            # verified generation of primary and history); a separate copy, not a hard link, so a
-            # person editing the primary in place can never alter the sealed generation
-            write_durable(history_file, data)
-        mirror = mirror_bytes(
-            generation=generation,
-            seal=seal_text,
-            agent_id=document["agent_id"],
-            thread_id=document["thread_id"],
-            created_at=document["created_at"],
-            state=document["state"],
-            saves=head.saves + 1,
-            last_restore=None,
+        receipt, new_head = commit(
+            self,
+            layers,
+            head,
+            listing,
+            ids=(
+                self._agent_id or head.agent_id or self.path.name,
+                self._thread_id or head.thread_id or self.path.name,
+            ),
+            lineage=lineage,
+            after=after,
+            event=event,
+            durability=durability or self.durability,
         )
-        if journal_first:
-            write_durable(history_file, data, sync=False)
-        # the primary and state.json share one directory fsync
-        write_durable_together([(self.primary, data), (self.mirror_path, mirror)], sync=not journal_first)
-        if not journal_first:
-            # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
-            # or "migrated" (an older file rewritten); all three carry the summary a rebuild reads
-            self.journal.append(event, generation=generation, seal=seal_text, **summary)
-        self._prune([(generation, history_file.name), *listing])
-        self._remember(_Head(generation, seal_text, document["agent_id"], document["thread_id"], "ok", head.saves + 1))
-        return SaveReceipt(generation, seal_text, self.primary, created_at, tuple(problems))
+        self._remember(new_head)
+        return receipt
 
-    def _remember(self, head: _Head) -> None:
+    def _remember(self, head: Head) -> None:
         """Cache the head this store just wrote, keyed by the primary it wrote."""
         try:
             st = os.lstat(self.primary)
@@ -472,7 +389,7 @@ class HandoffStore:
         else:
             self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size, head.generation), head)
 
-    def _check_writable(self, head: _Head) -> None:
+    def _check_writable(self, head: Head) -> None:
         """Refuse a save into a transferred thread, or into another agent's."""
         if lexists(self.path / TRANSFERRED_NAME):
             msg = f"thread was transferred (see {TRANSFERRED_NAME}) and is closed; the agent that adopted it carries on"
@@ -482,27 +399,6 @@ class HandoffStore:
                 f"thread belongs to agent {head.agent_id!r}, not {self._agent_id!r}; adopt it into a new thread instead"
             )
             raise HandoffValidationError(self.path, msg)
-
-    def _checkpoint(self, listing: list[tuple[int, str]]) -> None:
-        """Make a journal-first save's files durable: the journal is about to drop its older lines."""
-        try:
-            for path in (*(self.history_dir / name for _, name in listing[:1]), self.primary, self.mirror_path):
-                fsync_file(path)
-            fsync_dir(self.history_dir)
-            fsync_dir(self.path)
-        except OSError as exc:
-            msg = f"cannot make the journal-first copies durable before rotating the journal: {exc.strerror or exc}"
-            raise HandoffWriteError(self.path, msg) from exc
-
-    def _prune(self, listing: list[tuple[int, str]]) -> None:
-        """Remove history files past the newest ``keep`` (*listing*: the generation files, newest first)."""
-        for _, name in listing[self.keep :]:
-            try:
-                os.unlink(self.history_dir / name)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                break  # pruning is housekeeping: a failure here never fails a durable save
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -520,7 +416,7 @@ class HandoffStore:
         found.sort(reverse=True)
         return found
 
-    def _head(self, listing: list[tuple[int, str]]) -> _Head:
+    def _head(self, listing: list[tuple[int, str]]) -> Head:
         """Work out the generation and parent the next save chains from (call under the lock).
 
         The head this store wrote last is reused while the primary is the same file (inode,
@@ -547,12 +443,12 @@ class HandoffStore:
         newest_sealed = found.newest.generation if found.newest and found.newest.handoff.seal else 0
         if mirror is not None and mirror.generation > newest_sealed:
             # the newest generation survives only in state.json (a rebuilt restore): chain to its seal
-            return _Head(highest, mirror.seal, mirror.agent_id, mirror.thread_id, found.primary, saves)
+            return Head(highest, mirror.seal, mirror.agent_id, mirror.thread_id, found.primary, saves)
         if found.newest is None or found.newest.handoff.seal is None:
             # nothing sealed, or an older version migrated in memory: no 2.0 seal to chain to, no ids
-            return _Head(highest, None, None, None, found.primary, saves)
+            return Head(highest, None, None, None, found.primary, saves)
         handoff = found.newest.handoff
-        return _Head(highest, str(handoff.seal), handoff.agent_id, handoff.thread_id, found.primary, saves)
+        return Head(highest, str(handoff.seal), handoff.agent_id, handoff.thread_id, found.primary, saves)
 
     def restore(self, *, accept_edit: bool = False) -> Restored:
         """Return the newest verified generation, climbing down the recovery ladder if need be.
