@@ -13,8 +13,10 @@ from handoff_files import __version__
 from handoff_files.atomic import read_bytes, write_durable
 from handoff_files.blobs import open_blobs
 from handoff_files.codec import MAX_FILE_BYTES, parse
+from handoff_files.compat.sw4rm import HandoffStatus
 from handoff_files.doctor import examine
-from handoff_files.errors import HandoffError
+from handoff_files.errors import HandoffError, UnknownRequestError
+from handoff_files.inbox import DEFAULT_PRIORITY, HandoffInbox, InboxRequest
 from handoff_files.loader import load
 from handoff_files.locate import migrate_path, open_handoff, primary_of, thread_of
 from handoff_files.render import (
@@ -22,6 +24,8 @@ from handoff_files.render import (
     findings_report,
     history_table,
     migration_report,
+    request_detail,
+    request_table,
     seal_text,
     timeline,
     to_json,
@@ -157,6 +161,58 @@ def cmd_adopt(args: argparse.Namespace) -> str:
     )
 
 
+def _request(record: InboxRequest, args: argparse.Namespace) -> str:
+    return to_json(record.model_dump(mode="json")) if args.json else request_detail(record)
+
+
+def cmd_inbox_list(args: argparse.Namespace) -> str:
+    inbox = HandoffInbox(args.dir)
+    records = inbox.list_handoffs(to_agent=args.agent, status=None if args.all else HandoffStatus.PENDING)
+    if args.json:
+        return to_json(
+            {"requests": [r.model_dump(mode="json") for r in records], "problems": [str(p) for p in inbox.problems]}
+        )
+    return request_table(records, inbox.problems)
+
+
+def cmd_inbox_request(args: argparse.Namespace) -> str:
+    descriptor = None if args.descriptor is None else _read_input(args.descriptor)[0]
+    inbox = HandoffInbox(args.dir, registry=args.registry)
+    record = inbox.request_handoff(
+        args.from_agent,
+        args.to,
+        args.reason,
+        descriptor=descriptor,
+        priority=args.priority,
+        timeout=args.timeout,
+        capabilities_required=args.require,
+    )
+    if record.status is HandoffStatus.REJECTED:  # refused by the capability gate: shown, but never stored
+        print(f"handoff: {inbox.path}: {_one_line(str(record.rejection_reason))}; nothing stored", file=sys.stderr)
+        args.failed = True
+    return _request(record, args)
+
+
+def cmd_inbox_accept(args: argparse.Namespace) -> str:
+    return _request(HandoffInbox(args.dir).accept_handoff(args.handoff_id), args)
+
+
+def cmd_inbox_reject(args: argparse.Namespace) -> str:
+    return _request(HandoffInbox(args.dir).reject_handoff(args.handoff_id, args.reason), args)
+
+
+def cmd_inbox_complete(args: argparse.Namespace) -> str:
+    return _request(HandoffInbox(args.dir).complete_handoff(args.handoff_id), args)
+
+
+def cmd_inbox_status(args: argparse.Namespace) -> str:
+    record = HandoffInbox(args.dir).get_handoff(args.handoff_id)
+    if record is None:
+        msg = f"no handoff request {args.handoff_id} in this inbox"
+        raise UnknownRequestError(args.dir, msg)
+    return _request(record, args)
+
+
 def cmd_doctor(args: argparse.Namespace) -> str:
     findings = examine(HandoffStore(args.dir), repair=args.repair)
     args.failed = any(f.level in ("error", "unrepaired") for f in findings)
@@ -279,7 +335,7 @@ _Add = Callable[[str, Callable[[argparse.Namespace], str], str], argparse.Argume
 
 
 def _add_transfer_commands(add: _Add) -> None:
-    """The subcommands that hand work to another agent."""
+    """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""
     blobs_help = "blob store: a folder or an fsspec URL such as s3://bucket/prefix (default: $HANDOFF_BLOBS)"
     p = add("export", cmd_export, "hand a sealed generation to another agent: store its blob, print the descriptor")
     p.add_argument("dir", help="thread directory")
@@ -294,6 +350,53 @@ def _add_transfer_commands(add: _Add) -> None:
     p.add_argument("new_dir", help="the new thread's directory (missing or empty)")
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
     p.add_argument("--agent-id", help="the adopting agent (default: the directory name)")
+    _add_inbox_commands(add)
+
+
+def _add_inbox_commands(add: _Add) -> None:
+    """``handoff inbox DIR ACTION``: the request lifecycle between agents, one action per inbox call."""
+    p = add("inbox", cmd_inbox_list, "ask another agent to take work over, and answer such requests (an inbox folder)")
+    p.add_argument("dir", metavar="DIR", help="the inbox folder shared by the agents (created on the first request)")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
+        q = actions.add_parser(name, help=help_text, description=help_text)
+        # SUPPRESS: given before or after ACTION, --json is kept (a subparser's default would reset it)
+        q.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
+        q.set_defaults(func=func)
+        return q
+
+    q = action("list", cmd_inbox_list, "list the pending requests (oldest first), or with --all every request")
+    q.add_argument("--agent", metavar="A", help="only the requests addressed to agent A")
+    q.add_argument("--all", action="store_true", help="every status, not only PENDING")
+
+    q = action("request", cmd_inbox_request, "ask agent B to take work over; prints the new request")
+    q.add_argument("--from", dest="from_agent", required=True, metavar="A", help="the asking agent")
+    q.add_argument("--to", metavar="B", help="the agent asked (without it, --registry routes to a capable one)")
+    q.add_argument("--reason", required=True, metavar="R", help="why, for the agent deciding")
+    q.add_argument(
+        "--descriptor", metavar="FILE", help="the checkpoint to adopt: a descriptor (`handoff export`), - for stdin"
+    )
+    q.add_argument(
+        "--priority", type=int, default=DEFAULT_PRIORITY, metavar="N", help="lower is more urgent (default 5)"
+    )
+    q.add_argument("--timeout", type=float, metavar="S", help="seconds B has to accept (default: no limit)")
+    q.add_argument("--require", nargs="+", action="extend", default=[], metavar="CAP", help="capabilities B must have")
+    q.add_argument("--registry", metavar="FILE", help="agent registry (JSON or YAML): the capability gate and routing")
+
+    id_help = "the request's id (32 hex digits, as `list` shows it)"
+    action(
+        "accept", cmd_inbox_accept, "accept a PENDING request (of racing agents, exactly one succeeds)"
+    ).add_argument("handoff_id", metavar="ID", help=id_help)
+    q = action("reject", cmd_inbox_reject, "reject a PENDING request, with a reason the requester will read")
+    q.add_argument("handoff_id", metavar="ID", help=id_help)
+    q.add_argument("--reason", required=True, metavar="R", help="why not")
+    action("complete", cmd_inbox_complete, "mark an ACCEPTED request COMPLETED: the work was taken over").add_argument(
+        "handoff_id", metavar="ID", help=id_help
+    )
+    action("status", cmd_inbox_status, "show one request in full").add_argument(
+        "handoff_id", metavar="ID", help=id_help
+    )
 
 
 def _one_line(text: str) -> str:

@@ -1,4 +1,4 @@
-"""The handoff inbox: requests between agents as files under a lock, their lifecycle, and the receiving side."""
+"""The handoff inbox: requests between agents as files under a lock, and their lifecycle (serving: ``serve.py``)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,19 @@ import json
 import logging
 import os
 import re
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Unpack
 
-import pydantic
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from handoff_files.atomic import fsync_dir, read_bytes, write_durable
-from handoff_files.blobs import BlobStore, sha256_hex
 from handoff_files.capabilities import CAPABILITY_PATTERN, AgentRegistry, check_capabilities
 from handoff_files.codec import detect_format, parse, render
 from handoff_files.compat.sw4rm import HandoffResponse, HandoffStatus
 from handoff_files.descriptor import Descriptor, parse_descriptor
 from handoff_files.errors import (
-    BlobError,
-    BlobIntegrityError,
     HandoffError,
     HandoffNotFoundError,
     HandoffParseError,
@@ -33,30 +27,19 @@ from handoff_files.errors import (
     HandoffWriteError,
     InvalidNameError,
     InvalidTransitionError,
-    TransferRefusedError,
     UnknownRequestError,
 )
-from handoff_files.loader import decode, describe
+from handoff_files.loader import describe
 from handoff_files.lock import DEFAULT_LOCK_TIMEOUT, WriterLock
 from handoff_files.model import MAX_INT, MIN_INT, Id
 from handoff_files.names import check_id
-from handoff_files.results import SaveReceipt
-from handoff_files.store import HandoffStore
-from handoff_files.transfer import AdoptResult, adopt_checkpoint
 
-__all__ = [
-    "DEFAULT_PRIORITY",
-    "DEFAULT_SERVE_RESCAN",
-    "REQUESTS_DIR",
-    "HandoffInbox",
-    "InboxRequest",
-    "request_handoff_with_fallback",
-    "thread_id_for",
-]
+if TYPE_CHECKING:
+    from handoff_files.serve import ServeOptions
+
+__all__ = ["DEFAULT_PRIORITY", "REQUESTS_DIR", "HandoffInbox", "InboxRequest", "is_handoff_id"]
 
 DEFAULT_PRIORITY: Final = 5
-#: Seconds between rescans of the inbox while serving, when no file event comes.
-DEFAULT_SERVE_RESCAN: Final = 2.0
 #: The folder, inside the inbox, holding one ``<handoff_id>.json`` per request.
 REQUESTS_DIR: Final = "requests"
 #: A request file is small (the context travels as a descriptor): past this it is refused unread.
@@ -66,17 +49,13 @@ MAX_REASON: Final = 2000
 MAX_TIMEOUT: Final = 1e9
 
 _HANDOFF_ID: Final = r"^[0-9a-f]{32}$"
-_REQUEST_FILE: Final = re.compile(r"^([0-9a-f]{32})\.json$")
+_REQUEST_FILE: Final = re.compile(r"^[0-9a-f]{32}\.json$")
 # write_durable's temp files for our request files: `.<name>.<8 random chars>.tmp`
 _REQUEST_TEMP: Final = re.compile(r"^\.[0-9a-f]{32}\.json\.[a-z0-9_]{8}\.tmp$")
-_STOP_POLL: Final = 0.1  # how often a waiting serve() looks at its stop event
-_SETTLED: Final = (HandoffStatus.ACCEPTED, HandoffStatus.COMPLETED)
+#: The statuses of a request someone took: what a requester waits for.
+SETTLED: Final = (HandoffStatus.ACCEPTED, HandoffStatus.COMPLETED)
 
 logger = logging.getLogger(__name__)
-
-Clock = Callable[[], dt.datetime]
-OnRequest = Callable[["InboxRequest"], bool | str]
-OnReceived = Callable[["InboxRequest", AdoptResult | None], None]
 
 
 class InboxRequest(BaseModel):
@@ -107,7 +86,7 @@ class InboxRequest(BaseModel):
 
     def to_response(self) -> HandoffResponse:
         """The request's state as SW4RM's :class:`~handoff_files.compat.sw4rm.HandoffResponse`."""
-        accepted = self.status in _SETTLED
+        accepted = self.status in SETTLED
         return HandoffResponse(accepted, self.handoff_id, self.rejection_reason, self.status, dict(self.metadata))
 
     def as_of(self, now: dt.datetime) -> InboxRequest:
@@ -117,10 +96,9 @@ class InboxRequest(BaseModel):
         return self
 
 
-def thread_id_for(request: InboxRequest | str) -> str:
-    """The id of the thread a request's checkpoint is adopted into: ``handoff-<handoff_id>`` (one per request)."""
-    handoff_id = request if isinstance(request, str) else request.handoff_id
-    return f"handoff-{handoff_id}"
+def is_handoff_id(text: object) -> bool:
+    """Whether *text* is an id this inbox makes (a uuid4 in 32 lowercase hex digits)."""
+    return isinstance(text, str) and re.fullmatch(_HANDOFF_ID, text) is not None
 
 
 def _utc_now() -> dt.datetime:
@@ -153,14 +131,12 @@ class HandoffInbox:
         directory: str | os.PathLike[str],
         *,
         registry: AgentRegistry | str | os.PathLike[str] | None = None,
-        clock: Clock | None = None,
+        clock: Callable[[], dt.datetime] | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         self.path = Path(directory).absolute()
         self.requests_dir = self.path / REQUESTS_DIR
-        self.registry = (
-            registry if registry is None or isinstance(registry, AgentRegistry) else AgentRegistry.load(registry)
-        )
+        self.registry = AgentRegistry.load(registry) if isinstance(registry, str | os.PathLike) else registry
         self._clock = clock or _utc_now
         self._lock = WriterLock(self.path, timeout=lock_timeout)
         self._ready = False
@@ -214,7 +190,7 @@ class HandoffInbox:
             created_at=self.now(),
             status=HandoffStatus.PENDING,
         )
-        limit = _check_timeout(timeout, self.path)
+        limit = check_timeout(timeout, self.path)
         now = record.created_at
         refused = None
         if self.registry is not None:
@@ -238,7 +214,7 @@ class HandoffInbox:
                 }
             )
         data = self._render(record)
-        self._ensure()
+        self.ensure()
         with self._lock.held():
             write_durable(self._file(record.handoff_id), data)
         return record
@@ -260,30 +236,27 @@ class HandoffInbox:
         :raises InvalidTransitionError, UnknownRequestError: as :meth:`accept_handoff`.
         :raises HandoffValidationError: if *reason* is empty, not a string, or too long.
         """
-        text = self._text(reason, "reason")
-        if not text.strip():
+        if not self._text(reason, "reason").strip():
             msg = "a rejection needs a reason the requester can read"
             raise HandoffValidationError(self.path, msg)
-        change = {"status": HandoffStatus.REJECTED, "rejection_reason": text}
+        change = {"status": HandoffStatus.REJECTED, "rejection_reason": reason}
         return self._transition(handoff_id, "reject", HandoffStatus.PENDING, change)
 
     def complete_handoff(self, handoff_id: str) -> InboxRequest:
         """ACCEPTED → COMPLETED: the receiver has taken the work over.
 
-        :raises InvalidTransitionError: if it is not ACCEPTED (the message names its status).
-        :raises UnknownRequestError: if no request has that id.
+        :raises InvalidTransitionError, UnknownRequestError: if it is not ACCEPTED (named), or unknown.
         """
         return self._transition(handoff_id, "complete", HandoffStatus.ACCEPTED, {"status": HandoffStatus.COMPLETED})
 
     def expire_overdue(self) -> list[InboxRequest]:
         """Record every PENDING request past its ``expires_at`` as EXPIRED; return those it changed.
 
-        Optional: an overdue request already reads as EXPIRED and cannot be accepted; this makes
-        the files say so too. Damaged files are skipped (see :attr:`problems`).
+        Optional: reads already say EXPIRED; this makes the files say so too (damaged ones skipped).
         """
         if not self.requests_dir.is_dir():
             return []
-        self._ensure()
+        self.ensure()
         changed = []
         with self._lock.held():
             now = self.now()
@@ -296,7 +269,7 @@ class HandoffInbox:
 
     def _transition(self, handoff_id: str, verb: str, allowed: HandoffStatus, change: dict[str, Any]) -> InboxRequest:
         path = self._file(self._check_handoff_id(handoff_id))
-        self._ensure()
+        self.ensure()
         with self._lock.held():
             current = self._read(path)
             now = self.now()
@@ -306,8 +279,8 @@ class HandoffInbox:
                 write_durable(path, self._render(seen))
             if seen.status is not allowed:
                 msg = (
-                    f"cannot {verb} handoff {handoff_id}: it is {seen.status.value}{_since(seen)}; "
-                    f"only a {allowed.value} request can become {change['status'].value}"
+                    f"cannot {verb} handoff {handoff_id}: it is {seen.status.value}{_since(seen)}, not in "
+                    f"{allowed.value} status; only a {allowed.value} request can become {change['status'].value}"
                 )
                 raise InvalidTransitionError(path, msg)
             new_status: HandoffStatus = change["status"]
@@ -339,23 +312,16 @@ class HandoffInbox:
         return record.as_of(self.now())
 
     def get_pending_handoffs(self, agent_id: str) -> list[InboxRequest]:
-        """The PENDING, unexpired requests addressed to *agent_id*: most urgent (lowest priority) first, then oldest.
-
-        Damaged files are skipped and reported (see :attr:`problems`).
-        """
+        """The PENDING, unexpired requests to *agent_id*, most urgent first (:func:`urgency`); see :attr:`problems`."""
         check_id(agent_id, "agent_id", self.path)
-        now = self.now()
-        pending = [
-            seen
-            for seen in (record.as_of(now) for record in self._scan())
-            if seen.to_agent == agent_id and seen.status is HandoffStatus.PENDING
-        ]
-        return sorted(pending, key=_urgency)
+        return sorted(self.list_handoffs(to_agent=agent_id, status=HandoffStatus.PENDING), key=urgency)
 
-    def list_handoffs(self) -> list[InboxRequest]:
-        """Every readable request, as it reads now, oldest first (damaged files: see :attr:`problems`)."""
+    def list_handoffs(self, *, to_agent: str | None = None, status: HandoffStatus | None = None) -> list[InboxRequest]:
+        """The readable requests (to *to_agent*, in *status*, if given), as they are now, oldest first."""
         now = self.now()
-        return sorted((record.as_of(now) for record in self._scan()), key=lambda r: (r.created_at, r.handoff_id))
+        seen = (record.as_of(now) for record in self._scan())
+        wanted = [r for r in seen if to_agent in (None, r.to_agent) and status in (None, r.status)]
+        return sorted(wanted, key=lambda r: (r.created_at, r.handoff_id))
 
     def _scan(self) -> list[InboxRequest]:
         try:
@@ -386,7 +352,7 @@ class HandoffInbox:
         try:
             data, _ = read_bytes(path, MAX_REQUEST_BYTES, follow_symlinks=False)
         except HandoffNotFoundError as exc:
-            msg = f"no handoff request {path.stem} in this inbox"
+            msg = f"handoff {path.stem} not found: no request has that id in this inbox"
             raise UnknownRequestError(path, msg) from exc
         if detect_format(data) != "json":
             msg = "not a JSON object, as every request file is (torn, emptied or overwritten?); fix or remove the file"
@@ -394,7 +360,7 @@ class HandoffInbox:
         parse(data, path)  # strict first: duplicate keys, NaN and the like are damage, not taken as read
         try:
             record = InboxRequest.model_validate_json(data)
-        except pydantic.ValidationError as exc:
+        except ValidationError as exc:
             msg = f"not a valid handoff request: {describe(exc)}; fix or remove the file"
             raise HandoffValidationError(path, msg) from exc
         if record.handoff_id != path.stem:
@@ -404,8 +370,8 @@ class HandoffInbox:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def _ensure(self) -> None:
-        """Create the inbox and its requests folder (0700, durably); once per inbox, clear dead writers' temps."""
+    def ensure(self) -> None:
+        """Create the inbox and ``requests/`` (0700, durably) or raise HandoffWriteError; clear dead writers' temps."""
         if self._ready:
             return
         try:
@@ -454,10 +420,10 @@ class HandoffInbox:
         return now.astimezone(dt.UTC)
 
     def _check_handoff_id(self, handoff_id: object) -> str:
-        if not isinstance(handoff_id, str) or not re.fullmatch(_HANDOFF_ID, handoff_id):
+        if not is_handoff_id(handoff_id):
             msg = f"handoff id {str(handoff_id)[:80]!r} is not one this inbox makes (32 lowercase hex digits)"
             raise InvalidNameError(self.path, msg)
-        return handoff_id
+        return str(handoff_id)
 
     def _text(self, value: object, what: str) -> str:
         if not isinstance(value, str) or len(value) > MAX_REASON:
@@ -503,84 +469,15 @@ class HandoffInbox:
             raise HandoffValidationError(self.path, msg)
         return copied
 
-    # -- the receiving side --------------------------------------------------------------------
+    def serve(self, agent_id: str, **options: Unpack[ServeOptions]) -> list[InboxRequest]:
+        """Serve *agent_id*'s requests in this process until stopped: :func:`handoff_files.serve.serve`'s keywords."""
+        from handoff_files.serve import serve  # noqa: PLC0415 -- serve.py imports this module
 
-    def serve(
-        self,
-        agent_id: str,
-        *,
-        on_handoff_request: OnRequest,
-        on_handoff_received: OnReceived,
-        blobs: BlobStore,
-        threads_dir: str | os.PathLike[str],
-        stop: threading.Event | None = None,
-        rescan: float = DEFAULT_SERVE_RESCAN,
-        max_requests: int | None = None,
-    ) -> list[InboxRequest]:
-        """Serve *agent_id*'s requests in this process until *stop* is set (or *max_requests* are settled).
-
-        Watches ``requests/`` (watchdog; a rescan every *rescan* seconds is the net for dropped
-        events) and takes the requests addressed to *agent_id* most urgent first. For each:
-
-        1. ``on_handoff_request(request)`` decides: True accepts; a string (or False) rejects with
-           that reason. A hook that raises rejects with the exception's text.
-        2. On acceptance the checkpoint is verified without writing anything (blob fetched,
-           sha256 and seal checked, target thread free); a failure rejects with the reason.
-        3. ``accept_handoff`` claims the request. If another server won it, it is skipped quietly.
-        4. The checkpoint is adopted into ``threads_dir/handoff-<handoff_id>`` (:func:`thread_id_for`).
-        5. ``on_handoff_received(request, result)`` gets the ACCEPTED request and the
-           :class:`AdoptResult` (None for a request without a descriptor).
-        6. ``complete_handoff`` marks it COMPLETED.
-
-        A crash before 3 leaves the request PENDING: a restarted serve() asks the hook again.
-        A crash after 3 leaves it ACCEPTED: a restarted serve() resumes the ACCEPTED requests
-        addressed to it first, adopting the checkpoint if its thread holds nothing yet (or
-        taking the thread a crashed adoption committed), then repeats 5 and 6, so
-        ``on_handoff_received`` runs at least once, possibly twice, for a request. If adoption
-        or ``on_handoff_received`` fails, the error is logged and the request stays ACCEPTED
-        until a later serve() resumes it.
-
-        :param blobs: where descriptors' checkpoints are fetched from.
-        :param threads_dir: the folder adopted threads are written into.
-        :param stop: set it (from another thread, or a hook) to return after the current request.
-        :returns: the requests this call settled (REJECTED or COMPLETED), in order.
-        :raises HandoffValidationError: for a bad *agent_id*, *rescan* or *max_requests*.
-        :raises HandoffError: if the inbox cannot be created, listed or watched.
-        """
-        from handoff_files.watch import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
-
-        check_id(agent_id, "agent_id", self.path)
-        if max_requests is not None and (type(max_requests) is not int or max_requests < 1):
-            msg = f"max_requests must be None or a positive integer, not {max_requests!r}"
-            raise HandoffValidationError(self.path, msg)
-        server = _Server(
-            self,
-            agent_id,
-            on_request=on_handoff_request,
-            on_received=on_handoff_received,
-            blobs=blobs,
-            threads=Path(threads_dir).absolute(),
-        )
-        stop = stop if stop is not None else threading.Event()
-        wake = threading.Event()
-        self._ensure()
-        with watch_directory(self.requests_dir, wake.set, rescan=rescan, wanted=_is_request_file):
-            # the watch exists before the first scan: a request written in between is both scanned and hinted
-            while not stop.is_set():
-                wake.clear()
-                while not stop.is_set() and (max_requests is None or len(server.settled) < max_requests):
-                    request = server.next_request()
-                    if request is None:
-                        break
-                    server.handle(request)
-                if max_requests is not None and len(server.settled) >= max_requests:
-                    break
-                while not wake.wait(_STOP_POLL) and not stop.is_set():
-                    pass
-        return server.settled
+        return serve(self, agent_id, **options)
 
 
-def _check_timeout(timeout: object, where: Path) -> float | None:
+def check_timeout(timeout: object, where: Path) -> float | None:
+    """*timeout* as seconds (None: no limit), or :class:`HandoffValidationError` naming *where*."""
     if timeout is None:
         return None
     # `not 0 < t`: NaN is refused too; a bool is not a number of seconds
@@ -590,239 +487,13 @@ def _check_timeout(timeout: object, where: Path) -> float | None:
     return float(timeout)
 
 
-def _is_request_file(name: str) -> bool:
-    return _REQUEST_FILE.match(name) is not None
-
-
 def _since(record: InboxRequest) -> str:
-    at = {
-        HandoffStatus.ACCEPTED: record.accepted_at,
-        HandoffStatus.REJECTED: record.rejected_at,
-        HandoffStatus.COMPLETED: record.completed_at,
-        HandoffStatus.EXPIRED: record.expires_at,
-    }.get(record.status)
+    # a settled status has its `<status>_at` field; an expired request's moment is expires_at
+    expired = record.status is HandoffStatus.EXPIRED
+    at = record.expires_at if expired else getattr(record, f"{record.status.value.lower()}_at", None)
     return "" if at is None else f" (since {at.isoformat(timespec='seconds')})"
 
 
-def _urgency(record: InboxRequest) -> tuple[int, dt.datetime, str]:
+def urgency(record: InboxRequest) -> tuple[int, dt.datetime, str]:
+    """The order requests are served in: most urgent (lowest priority) first, then oldest."""
     return (record.priority, record.created_at, record.handoff_id)
-
-
-class _Server:
-    """One serve() call's state: the hooks, and the requests it has tried (each at most once per call)."""
-
-    def __init__(
-        self,
-        inbox: HandoffInbox,
-        agent_id: str,
-        *,
-        on_request: OnRequest,
-        on_received: OnReceived,
-        blobs: BlobStore,
-        threads: Path,
-    ) -> None:
-        self.inbox = inbox
-        self.agent_id = agent_id
-        self.on_request = on_request
-        self.on_received = on_received
-        self.blobs = blobs
-        self.threads = threads
-        self.tried: set[str] = set()
-        self.settled: list[InboxRequest] = []
-
-    def next_request(self) -> InboxRequest | None:
-        """ACCEPTED requests left by a crashed serve() first, then the most urgent PENDING one."""
-        mine = [
-            record
-            for record in self.inbox.list_handoffs()
-            if record.to_agent == self.agent_id
-            and record.handoff_id not in self.tried
-            and record.status in (HandoffStatus.ACCEPTED, HandoffStatus.PENDING)
-        ]
-        if not mine:
-            return None
-        return min(mine, key=lambda r: (r.status is not HandoffStatus.ACCEPTED, *_urgency(r)))
-
-    def handle(self, request: InboxRequest) -> None:
-        self.tried.add(request.handoff_id)
-        target = self.threads / thread_id_for(request)
-        try:
-            if request.status is HandoffStatus.PENDING:
-                claimed = self._decide(request, target)
-                if claimed is None:
-                    return
-                request = claimed
-            result = self._adopt(request, target)
-            try:
-                self.on_received(request, result)
-            except Exception:
-                logger.exception("serving %s: on_handoff_received raised for %s", self.agent_id, request.handoff_id)
-                return
-            self.settled.append(self.inbox.complete_handoff(request.handoff_id))
-        except HandoffError as exc:
-            # left as it is (ACCEPTED, most often): a later serve() resumes it
-            status = request.status.value
-            logger.error("serving %s: handoff %s left %s: %s", self.agent_id, request.handoff_id, status, exc)  # noqa: TRY400 -- the error says it all; a traceback adds nothing
-
-    def _decide(self, request: InboxRequest, target: Path) -> InboxRequest | None:
-        """Ask the hook, verify, and claim: the ACCEPTED request, or None if rejected or lost."""
-        refusal = self._ask(request)
-        if refusal is None:
-            try:
-                _verify(request, self.blobs, target, self.agent_id)
-            except HandoffError as exc:
-                refusal = f"the checkpoint did not verify: {exc}"
-        try:
-            if refusal is not None:
-                self.settled.append(self.inbox.reject_handoff(request.handoff_id, refusal[:MAX_REASON]))
-                return None
-            return self.inbox.accept_handoff(request.handoff_id)
-        except InvalidTransitionError as exc:
-            # another server settled it first, or it expired meanwhile: not ours any more
-            logger.info("serving %s: %s", self.agent_id, exc)
-            return None
-
-    def _ask(self, request: InboxRequest) -> str | None:
-        """The hook's answer: None to accept, else the reason to reject with."""
-        try:
-            answer = self.on_request(request)
-        except Exception as exc:
-            return f"{self.agent_id}'s on_handoff_request raised {type(exc).__name__}: {exc}"
-        if answer is True:
-            return None
-        if isinstance(answer, str) and answer.strip():
-            return answer
-        if answer is False or isinstance(answer, str):
-            return f"declined by {self.agent_id}"
-        return f"{self.agent_id}'s on_handoff_request returned {type(answer).__name__}, not True or a reason"
-
-    def _adopt(self, request: InboxRequest, target: Path) -> AdoptResult | None:
-        descriptor = request.descriptor
-        if descriptor is None:
-            return None
-        store = HandoffStore(target, agent_id=self.agent_id)
-        if not store.holdings():
-            return adopt_checkpoint(descriptor, target, blobs=self.blobs, agent_id=self.agent_id)
-        # resumed: a crashed serve() got as far as committing the adoption (the thread is named
-        # after this request, and step 2 refused a target already in use, so it is ours)
-        restored = store.restore()
-        lineage = restored.handoff.lineage.adopted_from
-        if restored.generation == 1 and (lineage is None or lineage.blob_sha256 != descriptor.blob_sha256):
-            msg = f"holds a thread not adopted from handoff {request.handoff_id}'s checkpoint; move it aside"
-            raise TransferRefusedError(target, msg)
-        handoff = restored.handoff
-        receipt = SaveReceipt(restored.generation, str(handoff.seal), restored.path, handoff.created_at)
-        return AdoptResult(
-            descriptor.source, handoff.thread_id, descriptor.checkpoint_id, descriptor.blob_id, True, receipt
-        )
-
-
-def _verify(request: InboxRequest, blobs: BlobStore, target: Path, agent_id: str) -> None:
-    """Check a request's checkpoint as adoption will, writing nothing.
-
-    (Private until ``transfer.verify_checkpoint`` exists: adopt_checkpoint runs the same checks.)
-    """
-    descriptor = request.descriptor
-    if descriptor is None:
-        return
-    if descriptor.to_agent not in (None, agent_id):
-        msg = f"the descriptor is addressed to {descriptor.to_agent}, not {agent_id}"
-        raise TransferRefusedError(target, msg)
-    held = HandoffStore(target).holdings()
-    if held:
-        msg = f"the target thread already holds {', '.join(held)}; nothing is adopted over it"
-        raise TransferRefusedError(target, msg)
-    where = f"blob {descriptor.blob_id}"
-    try:
-        data = blobs.get(descriptor.blob_id)
-    except HandoffError:
-        raise
-    except Exception as exc:  # a blob store of the caller's own: whatever it raises, it is not "empty"
-        msg = f"the blob store failed to return it: {type(exc).__name__}: {exc}"
-        raise BlobError(where, msg) from exc
-    actual = sha256_hex(bytes(data))
-    if actual != descriptor.blob_sha256:
-        msg = f"sha256 is {actual}, but the descriptor says {descriptor.blob_sha256}"
-        raise BlobIntegrityError(where, msg)
-    handoff = decode(bytes(data), where)
-    named = (handoff.agent_id, handoff.thread_id, handoff.generation, str(handoff.seal))
-    expected = (descriptor.agent_id, descriptor.thread_id, descriptor.generation, descriptor.checkpoint_id)
-    if named != expected:
-        found = f"{handoff.thread_id}:{handoff.generation} sealed {handoff.seal}"
-        msg = (
-            f"holds {found}, not the checkpoint the descriptor names ({descriptor.source}, {descriptor.checkpoint_id})"
-        )
-        raise BlobIntegrityError(where, msg)
-
-
-# -- the requesting side: fallback -----------------------------------------------------------
-
-
-def request_handoff_with_fallback(
-    inbox: HandoffInbox,
-    preferred_agents: Iterable[str],
-    *,
-    from_agent: str,
-    reason: str,
-    descriptor: Descriptor | Mapping[str, Any] | str | bytes | None = None,
-    wait: float = 30.0,
-    poll: float = 0.05,
-    **kwargs: Any,
-) -> InboxRequest:
-    """Ask each agent in turn; return the first request accepted, or a REJECTED record giving every agent's reason.
-
-    Each request expires after *wait* seconds (or the ``timeout`` given, if shorter), so an agent
-    that answers too late can no longer accept it: at most one agent ever takes the work. The
-    REJECTED record returned when nobody accepts is not stored; its ``rejection_reason`` reads
-    e.g. ``"beta: rejected: busy; gamma: expired after 2 s; delta: refused by the capability gate: …"``.
-
-    :param kwargs: passed to :meth:`HandoffInbox.request_handoff` (priority, capabilities_required, metadata, timeout).
-    :returns: the ACCEPTED (or already COMPLETED) request, or the REJECTED summary.
-    :raises HandoffValidationError: for no agents, or a bad *wait* or *poll*; as request_handoff does.
-    """
-    agents = [preferred_agents] if isinstance(preferred_agents, str) else list(preferred_agents)
-    if not agents or not wait > 0 or not poll > 0:
-        msg = f"need at least one agent, and wait and poll more than 0 s (got {agents!r}, {wait!r}, {poll!r})"
-        raise HandoffValidationError(inbox.path, msg)
-    timeout = _check_timeout(kwargs.pop("timeout", None), inbox.path)
-    limit = wait if timeout is None else min(timeout, wait)
-    reasons: list[str] = []
-    for agent in agents:
-        record = inbox.request_handoff(from_agent, agent, reason, descriptor=descriptor, timeout=limit, **kwargs)
-        if record.status is HandoffStatus.PENDING:
-            record = _await_answer(inbox, record, limit, poll)
-        if record.status in _SETTLED:
-            return record
-        if record.status is HandoffStatus.EXPIRED:
-            inbox.expire_overdue()  # let the file say so too
-            reasons.append(f"{agent}: expired after {limit:g} s")
-        elif record.status is HandoffStatus.PENDING:  # the inbox's clock has not reached expires_at
-            reasons.append(f"{agent}: no answer in {limit:g} s")
-        elif record.rejection_reason is not None and record.rejection_reason.startswith("refused by"):
-            reasons.append(f"{agent}: {record.rejection_reason}")
-        else:
-            reasons.append(f"{agent}: rejected: {record.rejection_reason}")
-    summary = "; ".join(reasons)
-    return record.model_copy(
-        update={
-            "handoff_id": uuid.uuid4().hex,
-            "to_agent": None,
-            "status": HandoffStatus.REJECTED,
-            "rejection_reason": summary if len(summary) <= MAX_REASON else summary[: MAX_REASON - 1] + "…",
-            "rejected_at": inbox.now(),
-            "accepted_at": None,
-            "completed_at": None,
-        }
-    )
-
-
-def _await_answer(inbox: HandoffInbox, record: InboxRequest, limit: float, poll: float) -> InboxRequest:
-    # the inbox's clock decides expiry; the monotonic bound only ends the wait if that clock stands still
-    deadline = time.monotonic() + limit + max(1.0, 10 * poll)
-    while True:
-        current = inbox.get_handoff(record.handoff_id)
-        if current is None:  # removed by hand
-            return record.model_copy(update={"status": HandoffStatus.REJECTED, "rejection_reason": "request removed"})
-        if current.status is not HandoffStatus.PENDING or time.monotonic() > deadline:
-            return current
-        time.sleep(min(poll, max(0.0, deadline - time.monotonic())))

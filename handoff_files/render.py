@@ -5,14 +5,28 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from handoff_files.compat.sw4rm import HandoffStatus
 from handoff_files.doctor import Finding
 from handoff_files.journal import Entry
 from handoff_files.model import Handoff
 from handoff_files.results import HistoryEntry, MigrationReport, Restored
 
-__all__ = ["briefing", "findings_report", "history_table", "migration_report", "seal_text", "timeline", "to_json"]
+if TYPE_CHECKING:  # attributes only: the inbox is imported by the commands that use it
+    from handoff_files.inbox import InboxRequest
+
+__all__ = [
+    "briefing",
+    "findings_report",
+    "history_table",
+    "migration_report",
+    "request_detail",
+    "request_table",
+    "seal_text",
+    "timeline",
+    "to_json",
+]
 
 _WIDTH = 88
 
@@ -145,6 +159,47 @@ def timeline(entries: Iterable[Entry], problems: Iterable[str]) -> str:
         lines.append(f"{when}  {e.event:<11} {generation:<10} {e.summary}")
     lines += [f"note: {problem}" for problem in problems]
     return "\n".join(lines) + "\n" if lines else "(the journal is empty)\n"
+
+
+def request_table(requests: Iterable[InboxRequest], problems: Iterable[object] = ()) -> str:
+    """Render inbox requests one line each (id, status, priority, who to whom, when, reason), then what was skipped."""
+    lines = []
+    for r in requests:
+        deadline = (
+            f"  expires {r.expires_at:%Y-%m-%d %H:%M:%S}" if r.expires_at and r.status is HandoffStatus.PENDING else ""
+        )
+        who = f"{r.from_agent} → {r.to_agent or '?'}"
+        reason = r.reason if len(r.reason) <= 60 else r.reason[:59] + "…"
+        lines.append(
+            f"{r.handoff_id}  {r.status.value:<9} p{r.priority:<3} {who:<28} {r.created_at:%Y-%m-%d %H:%M:%S}"
+            f"{deadline}  {reason}"
+        )
+    lines += [f"note: skipped a damaged request: {problem}" for problem in problems]
+    return "\n".join(lines) + "\n" if lines else "(no requests)\n"
+
+
+def request_detail(request: InboxRequest) -> str:
+    """Render one inbox request in full: where it stands, who asked whom for what, and when each step happened."""
+    r = request
+    out = [
+        f"handoff {r.handoff_id}: {r.status.value}",
+        f"  {r.from_agent} → {r.to_agent or '?'}, priority {r.priority}",
+    ]
+    out += _wrap(f"reason: {r.reason or '(none)'}", "  ")
+    if r.rejection_reason is not None:
+        out += _wrap(f"rejected because: {r.rejection_reason}", "  ")
+    if r.capabilities_required:
+        out.append(f"  requires: {', '.join(r.capabilities_required)}")
+    if r.descriptor is not None:
+        d = r.descriptor
+        out.append(f"  checkpoint: {d.source} ({d.checkpoint_id}), blob {d.blob_id[:12]}…")
+    for name in ("created_at", "expires_at", "accepted_at", "rejected_at", "completed_at"):
+        moment = getattr(r, name)
+        if moment is not None:
+            out.append(f"  {name.removesuffix('_at')}: {moment:%Y-%m-%d %H:%M:%S %Z}")
+    if r.metadata:
+        out.append("  metadata: " + _short(r.metadata))
+    return "\n".join(out) + "\n"
 
 
 def to_json(value: Any) -> str:

@@ -21,7 +21,8 @@ from handoff_files.capabilities import AgentRegistry
 from handoff_files.compat.sw4rm import HandoffResponse, HandoffStatus
 from handoff_files.descriptor import Descriptor
 from handoff_files.errors import HandoffWriteError, InvalidTransitionError, UnknownRequestError
-from handoff_files.inbox import HandoffInbox, InboxRequest, request_handoff_with_fallback, thread_id_for
+from handoff_files.inbox import HandoffInbox, InboxRequest
+from handoff_files.serve import request_handoff_with_fallback, thread_id_for
 from handoff_files.transfer import AdoptResult, adopt_checkpoint, handoff_checkpoint
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (

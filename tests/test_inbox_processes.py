@@ -20,7 +20,8 @@ from handoff_files.atomic import write_durable
 from handoff_files.blobs import LocalBlobStore, blob_path
 from handoff_files.compat.sw4rm import HandoffStatus
 from handoff_files.descriptor import Descriptor
-from handoff_files.inbox import HandoffInbox, request_handoff_with_fallback, thread_id_for
+from handoff_files.inbox import HandoffInbox
+from handoff_files.serve import request_handoff_with_fallback, thread_id_for
 from handoff_files.transfer import handoff_checkpoint
 from tests.inbox_child import READY, SCRIPT
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pydantic
 
@@ -21,8 +21,12 @@ from handoff_files.model import Context, HandoffContent, Message
 from handoff_files.results import Restored, SaveReceipt
 from handoff_files.store import HandoffStore
 
+if TYPE_CHECKING:
+    from handoff_files.compat.sw4rm_client import HandoffClient
+
 __all__ = [
     "EXTRA_KEY",
+    "HandoffClient",
     "HandoffContext",
     "HandoffRequest",
     "HandoffResponse",
@@ -284,6 +288,16 @@ def export_context(path: str | os.PathLike[str]) -> bytes:
     :raises HandoffError: as :meth:`~handoff_files.store.HandoffStore.restore` does.
     """
     return serialize_context(from_model(open_handoff(path).handoff.context))
+
+
+def __getattr__(name: str) -> Any:
+    """``HandoffClient``, imported on first use: ``sw4rm_client`` imports this module (and the inbox, which does)."""
+    if name == "HandoffClient":
+        from handoff_files.compat.sw4rm_client import HandoffClient  # noqa: PLC0415 -- see the docstring
+
+        return HandoffClient
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 # -- messages ------------------------------------------------------------------------------
