@@ -4,8 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
+# the benchmarks' own venv: langgraph (the baseline they compare against) never enters .venv
+VENV_BENCH := .venv-bench
+BIN_BENCH := $(VENV_BENCH)/bin
+STAMP_BENCH := $(VENV_BENCH)/.installed-bench
 
-.PHONY: demo test lint typecheck pytest slow bench clean
+.PHONY: demo test lint typecheck pytest slow bench torture clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +22,14 @@ $(STAMP_DEMO): pyproject.toml | $(BIN)/python
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(STAMP_DEMO)
+
+$(BIN_BENCH)/python:
+	$(PYTHON) -m venv $(VENV_BENCH)
+	$(BIN_BENCH)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_BENCH): pyproject.toml | $(BIN_BENCH)/python
+	$(BIN_BENCH)/python -m pip install --quiet -e '.[bench]'
+	touch $@
 
 demo: $(STAMP_DEMO)
 	$(BIN)/python samples/demo.py
@@ -37,8 +49,17 @@ test: lint typecheck pytest
 slow: $(STAMP_TEST)
 	$(BIN)/python -m pytest -q -m slow
 
-bench: $(STAMP_DEMO)
-	$(BIN)/python -m bench.bench_io
+bench: $(STAMP_BENCH)
+	$(BIN_BENCH)/python -m bench.bench_io
+	$(BIN_BENCH)/python -m bench.bench_restore
+	$(BIN_BENCH)/python -m bench.bench_watch
+	$(BIN_BENCH)/python -m bench.bench_vs_sqlite
+
+# the full torture run (every part at its full count: 10,000 kills, 1,000 crash states, 8 x 1,000 saves …),
+# in both durabilities; exit 1 on any loss. TORTURE_ARGS adds options, e.g. TORTURE_ARGS="--kills 500"
+torture: $(STAMP_DEMO)
+	$(BIN)/python -m bench.torture $(TORTURE_ARGS) --out bench/results-torture.md
+	$(BIN)/python -m bench.torture $(TORTURE_ARGS) --durability journal --out bench/results-torture-journal.md
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV_BENCH) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
