@@ -96,7 +96,8 @@ def commit(
             generation=generation,
             seal=seal_text,
             before_rotate=lambda: _checkpoint(store, listing),
-            document=document,  # the line's DOCUMENT key
+            document=document,
+            durability="journal",
             **summary,
         )
     else:

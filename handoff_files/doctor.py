@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Literal
 from handoff_files.atomic import fsync_dir, read_bytes, stray_temps, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, render
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError
-from handoff_files.journal import DOCUMENT, JOURNAL_NAME, torn
+from handoff_files.journal import JOURNAL_NAME, torn
 from handoff_files.loader import load
 from handoff_files.mirror import MIRROR_NAME, mirror_bytes, read_mirror
 from handoff_files.model import Handoff
-from handoff_files.recovery import SAVE_EVENTS, journal_document
+from handoff_files.recovery import SAVE_EVENTS, journal_document, journal_first
 
 if TYPE_CHECKING:
     from handoff_files.store import HandoffStore
@@ -87,12 +87,12 @@ def _check_journal_document(
 ) -> tuple[Handoff, Path] | None:
     """A journal-first save whose files a crash lost: its journal line is the newest copy."""
     last, _ = store.journal.last(*SAVE_EVENTS)
-    if last is None or last.generation is None or DOCUMENT not in last.extra:
+    if last is None or last.generation is None or not journal_first(last):
         return newest
     if newest is not None and newest[0].generation >= last.generation:
         return newest
-    handoff, why_not = journal_document(store, last)
-    if handoff is None:
+    handoff, document, why_not = journal_document(store, last)
+    if handoff is None or document is None:
         what = f"the journal's line of generation {last.generation} holds no usable document: {why_not}"
         findings.append(Finding("unrepaired" if repair else "error", what, "that generation is lost"))
         return newest
@@ -101,7 +101,7 @@ def _check_journal_document(
     if not repair:
         findings.append(Finding("error", what, f"`handoff doctor --repair` writes history/{target.name} from it"))
         return newest
-    write_durable(target, render(last.extra[DOCUMENT], store.format))
+    write_durable(target, render(document, store.format))
     findings.append(Finding("repaired", what, f"wrote history/{target.name} from it"))
     return handoff, target
 

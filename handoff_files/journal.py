@@ -21,13 +21,26 @@ __all__ = ["DOCUMENT", "EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
 JOURNAL_NAME: Final = "journal.jsonl"
 #: The events a journal records.
 EVENTS: Final = frozenset(
-    {"saved", "restored", "resumed", "migrated", "sealed", "repaired", "adopted", "exported", "transferred", "rotated"}
+    {
+        "saved",
+        "restored",
+        "resumed",
+        "migrated",
+        "sealed",
+        "repaired",
+        "adopted",
+        "exported",
+        "transferred",
+        "rotated",
+        "document",
+    }
 )
 #: Past this size the journal is rotated: the current file becomes ``journal.1.jsonl`` (the one
 #: before that is dropped), so the journal never grows without bound.
 ROTATE_BYTES: Final = 1 << 20
 _TAIL_BLOCK: Final = 64 * 1024
-#: The key of a journal-first save's line that holds the whole sealed document.
+#: A journal-first save writes two lines at once: a "document" line holding the whole sealed
+#: document under this key, then its ordinary, small event line. The event line commits it.
 DOCUMENT: Final = "document"
 _CHECK_LEN: Final = 16
 
@@ -119,6 +132,7 @@ class Journal:
         seal: str | None,
         summary: str,
         before_rotate: Callable[[], None] | None = None,
+        document: dict[str, Any] | None = None,
         **extra: Any,
     ) -> Entry:
         """Append one event line durably; a torn last line left by a crash is cut off first.
@@ -127,7 +141,10 @@ class Journal:
 
         :param before_rotate: called before a rotation drops ``journal.1.jsonl`` (a journal-first
             store makes its files durable there, since older lines may be all that holds them).
-        :raises HandoffWriteError: if the line cannot be written and synced.
+        :param document: a journal-first save's whole sealed document: written as a "document"
+            line just before the event line, in the same write and the same fdatasync. Only the
+            event line after it commits it; a reader parses the long line only when it needs it.
+        :raises HandoffWriteError: if the lines cannot be written and synced.
         """
         entry = Entry(
             event,
@@ -138,6 +155,9 @@ class Journal:
             extra,
         )
         line = _encode(entry.fields())
+        if document is not None:
+            held = Entry("document", entry.at, generation, seal, f"the whole sealed generation {generation}", {})
+            line = _encode({**held.fields(), DOCUMENT: document}) + line
         try:
             created = not self.path.exists()
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
@@ -218,6 +238,21 @@ class Journal:
                 return entry, problems
         return None, problems
 
+    def document(self, generation: int, seal: str | None) -> dict[str, Any] | None:
+        """The whole document a journal-first save of *generation* (sealed *seal*) wrote, if its line survives.
+
+        Reads back from the end to the newest "document" line of that generation or older: each
+        save's document line sits just before its event line, so an older one belongs to an
+        earlier save (a newer one is a save that never committed, and is passed over).
+        """
+        for _, entry in self._backwards():
+            if entry is None or entry.event != "document" or (entry.generation or 0) > generation:
+                continue
+            if entry.generation == generation and entry.seal == seal and isinstance(entry.extra.get(DOCUMENT), dict):
+                return dict(entry.extra[DOCUMENT])
+            return None
+        return None
+
     def _backwards(self) -> Iterator[tuple[bytes, Entry | None]]:
         for path in (self.path, self.previous):
             try:
@@ -281,15 +316,21 @@ def _lines_backwards(handle: Any) -> Iterator[tuple[bytes, Entry | None]]:
         if found >= 0:
             end = position + found + 1
             break
-    position, rest = end, b""
+    # a line longer than a block (a journal-first document) is gathered in pieces and joined once
+    position, pieces = end, []
     while position > 0:
         size = min(_TAIL_BLOCK, position)
         position -= size
         handle.seek(position)
-        lines = (handle.read(size) + rest).split(b"\n")
-        rest = lines.pop(0)
-        for raw in reversed(lines):
+        lines = handle.read(size).split(b"\n")
+        if len(lines) == 1:
+            pieces.append(lines[0])
+            continue
+        tail = b"".join([lines[-1], *reversed(pieces)])
+        pieces = [lines[0]]
+        for raw in (tail, *reversed(lines[1:-1])):
             if raw:
                 yield raw, _parse_line(raw)
+    rest = b"".join(reversed(pieces))
     if rest:
         yield rest, _parse_line(rest)

@@ -13,7 +13,7 @@ import pydantic
 from handoff_files.atomic import is_real_dir, read_bytes, write_durable
 from handoff_files.codec import MAX_FILE_BYTES, render
 from handoff_files.errors import HandoffError, HandoffNotFoundError, NoHandoffError, UnsealedEditError
-from handoff_files.journal import DOCUMENT, JOURNAL_NAME, Entry
+from handoff_files.journal import JOURNAL_NAME, Entry
 from handoff_files.loader import decode, describe, load
 from handoff_files.lock import try_writer_lock
 from handoff_files.mirror import MIRROR_NAME, Mirror, mirror_bytes, read_mirror
@@ -23,7 +23,16 @@ from handoff_files.results import Restored
 if TYPE_CHECKING:
     from handoff_files.store import HandoffStore
 
-__all__ = ["SAVE_EVENTS", "Scan", "acknowledge", "journal_document", "restore", "scan", "summary_fields"]
+__all__ = [
+    "SAVE_EVENTS",
+    "Scan",
+    "acknowledge",
+    "journal_document",
+    "journal_first",
+    "restore",
+    "scan",
+    "summary_fields",
+]
 
 #: The journal events that record a new generation.
 SAVE_EVENTS: Final = ("saved", "sealed", "migrated", "adopted")
@@ -58,13 +67,13 @@ def scan(store: HandoffStore) -> Scan:
     last, damaged = store.journal.last(*SAVE_EVENTS)
     found = _scan_files(store)
     found = replace(found, last=last, journal_problems=tuple(damaged))
-    if last is None or last.generation is None or DOCUMENT not in last.extra:
+    if last is None or last.generation is None or not journal_first(last):
         return found
     newest = found.newest
     if newest is not None and newest.handoff.seal is not None and newest.generation >= last.generation:
         return found
     problems = list(newest.problems if newest is not None else found.problems)
-    handoff, why_not = journal_document(store, last)
+    handoff, _, why_not = journal_document(store, last)
     if handoff is None:
         problems.append(f"{JOURNAL_NAME}: the line of generation {last.generation} holds no usable document: {why_not}")
         if newest is not None:
@@ -78,20 +87,27 @@ def scan(store: HandoffStore) -> Scan:
     return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
 
 
-def journal_document(store: HandoffStore, last: Entry) -> tuple[Handoff | None, str | None]:
-    """Verify a journal-first save's document as a file is verified (its own seal)."""
-    document = last.extra.get(DOCUMENT)
-    if not isinstance(document, dict):
-        return None, "the document is not a JSON object"
+def journal_first(last: Entry) -> bool:
+    """Whether a save line was written journal-first (its document is in the line before it)."""
+    return last.extra.get("durability") == "journal"
+
+
+def journal_document(store: HandoffStore, last: Entry) -> tuple[Handoff | None, dict[str, Any] | None, str | None]:
+    """A journal-first save's document, verified as a file is (by its seal): the handoff, the document, or why not."""
+    if last.generation is None:
+        return None, None, "the line names no generation"
+    document = store.journal.document(last.generation, last.seal)
+    if document is None:
+        return None, None, "its document line is missing or damaged"
     try:
         handoff = decode(render(document, "json"), store.journal.path)
     except HandoffError as exc:
-        return None, exc.reason
+        return None, None, exc.reason
     except (TypeError, ValueError) as exc:
-        return None, str(exc)
+        return None, None, str(exc)
     if handoff.generation != last.generation or str(handoff.seal) != last.seal:
-        return None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
-    return handoff, None
+        return None, None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
+    return handoff, document, None
 
 
 def _scan_files(store: HandoffStore) -> Scan:

@@ -22,11 +22,10 @@ from handoff_files.errors import (
     NoHandoffError,
     TransferRefusedError,
 )
-from handoff_files.journal import DOCUMENT
 from handoff_files.loader import decode
 from handoff_files.model import Handoff
 from handoff_files.names import check_id
-from handoff_files.recovery import SAVE_EVENTS, summary_fields
+from handoff_files.recovery import SAVE_EVENTS, journal_document, journal_first, summary_fields
 from handoff_files.results import SaveReceipt
 from handoff_files.store import TRANSFERRED_NAME, HandoffStore
 
@@ -87,12 +86,10 @@ def checkpoint_bytes(store: HandoffStore, generation: int | None = None) -> tupl
         if handoff.generation == generation and handoff.seal is not None:
             return data, handoff
     last, _ = store.journal.last(*SAVE_EVENTS)
-    if last is not None and last.generation == generation and isinstance(last.extra.get(DOCUMENT), dict):
-        data = render(last.extra[DOCUMENT], "json")
-        try:
-            return data, decode(data, store.journal.path)
-        except HandoffError:
-            pass
+    if last is not None and last.generation == generation and journal_first(last):
+        kept, document, _ = journal_document(store, last)
+        if kept is not None and document is not None:
+            return render(document, "json"), kept
     msg = f"generation {generation} is not kept in a form that verifies (history/ keeps the last {store.keep})"
     raise NoHandoffError(store.path, msg)
 

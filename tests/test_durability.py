@@ -82,10 +82,10 @@ def test_a_journal_document_that_does_not_verify_is_never_restored(thread_dir: P
     _lose_files(thread_dir, 2)
     # rewrite the last line with a damaged document but a correct line check: only the seal can catch it
     lines = thread_dir.joinpath("journal.jsonl").read_bytes().splitlines()
-    fields = json.loads(lines[-1])
+    fields = json.loads(lines[-2])  # the document line, just before the save line that commits it
     damage(fields[DOCUMENT])
     fields.pop("check")  # the private encoder makes a line whose own check passes
-    lines[-1] = _encode(fields).rstrip(b"\n")
+    lines[-2] = _encode(fields).rstrip(b"\n")
     thread_dir.joinpath("journal.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     restored = HandoffStore(thread_dir).restore()
     assert restored.generation == 1  # the older verified generation, with the loss named
@@ -132,7 +132,11 @@ def test_save_can_override_the_stores_durability(thread_dir: Path) -> None:
     store.save(_layers(1), durability="full")
     store.save(_layers(2))
     lines = [json.loads(line) for line in (thread_dir / "journal.jsonl").read_bytes().splitlines()]
-    assert [DOCUMENT in line for line in lines] == [False, True]
+    assert [(line["event"], DOCUMENT in line) for line in lines] == [
+        ("saved", False),
+        ("document", True),
+        ("saved", False),
+    ]
     assert HandoffStore(thread_dir).restore().generation == 2
 
 
@@ -199,3 +203,27 @@ def test_the_doctor_rewrites_lost_files_from_the_journal_line(thread_dir: Path) 
     restored = HandoffStore(thread_dir).restore()
     assert (restored.source, restored.generation, restored.problems) == ("primary", 2, ())
     assert all(f.level == "ok" for f in examine(HandoffStore(thread_dir)))
+
+
+def test_a_journal_first_save_line_stays_small_and_its_document_is_read_only_when_needed(thread_dir: Path) -> None:
+    """The save line commits; the document line before it is parsed only when the files are behind."""
+    store = HandoffStore(thread_dir, durability="journal")
+    store.save(_layers(1, 300_000))
+    document_line, save_line = thread_dir.joinpath("journal.jsonl").read_bytes().splitlines()
+    assert len(save_line) < 1000
+    assert len(document_line) > 300_000
+    assert json.loads(save_line)["durability"] == "journal"
+
+
+def test_a_document_line_without_its_save_line_is_not_a_commit(thread_dir: Path) -> None:
+    """A crash after the document line reached the disk but before the save line: nothing was acknowledged."""
+    store = HandoffStore(thread_dir, durability="journal")
+    store.save(_layers(1))
+    store.save(_layers(2))
+    journal = thread_dir / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[:-1]))  # the last save line never made it
+    _lose_files(thread_dir, 2)
+    (thread_dir / "history" / "00000001.json").unlink()  # generation 1's files are gone too
+    restored = HandoffStore(thread_dir).restore()
+    assert (restored.source, restored.generation) == ("journal", 1)  # found past the uncommitted document
