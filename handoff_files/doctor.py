@@ -16,7 +16,7 @@ from handoff_files.journal import JOURNAL_NAME, torn
 from handoff_files.loader import load
 from handoff_files.mirror import MIRROR_NAME, mirror_bytes, read_mirror
 from handoff_files.model import Handoff
-from handoff_files.recovery import SAVE_EVENTS, journal_document, journal_first
+from handoff_files.recovery import SAVE_EVENTS, verified_document
 
 if TYPE_CHECKING:
     from handoff_files.store import HandoffStore
@@ -85,25 +85,25 @@ def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
 def _check_journal_document(
     store: HandoffStore, newest: tuple[Handoff, Path] | None, findings: list[Finding], *, repair: bool
 ) -> tuple[Handoff, Path] | None:
-    """A journal-first save whose files a crash lost: its journal line is the newest copy."""
-    last, _ = store.journal.last(*SAVE_EVENTS)
-    if last is None or last.generation is None or not journal_first(last):
-        return newest
-    if newest is not None and newest[0].generation >= last.generation:
-        return newest
-    handoff, document, why_not = journal_document(store, last)
-    if handoff is None or document is None:
-        what = f"the journal's line of generation {last.generation} holds no usable document: {why_not}"
-        findings.append(Finding("unrepaired" if repair else "error", what, "that generation is lost"))
-        return newest
-    what = f"generation {last.generation} survives only in its journal line: a crash lost its files"
-    target = store.history_dir / f"{last.generation:08d}{store.primary.suffix}"
-    if not repair:
-        findings.append(Finding("error", what, f"`handoff doctor --repair` writes history/{target.name} from it"))
-        return newest
-    write_durable(target, render(document, store.format))
-    findings.append(Finding("repaired", what, f"wrote history/{target.name} from it"))
-    return handoff, target
+    """A journal-first save whose files a crash lost: its journal lines are the newest copy."""
+    floor = newest[0].generation if newest is not None else 0
+    for entry, document in store.journal.committed_documents():
+        if entry.generation is None or entry.generation <= floor:
+            break
+        handoff, why_not = verified_document(store, entry, document)
+        if handoff is None or document is None:
+            what = f"the journal's line of generation {entry.generation} holds no usable document: {why_not}"
+            findings.append(Finding("warning", what, "that save was never acknowledged, or its document is lost"))
+            continue
+        what = f"generation {entry.generation} survives only in its journal line: a crash lost its files"
+        target = store.history_dir / f"{entry.generation:08d}{store.primary.suffix}"
+        if not repair:
+            findings.append(Finding("error", what, f"`handoff doctor --repair` writes history/{target.name} from it"))
+            return newest
+        write_durable(target, render(document, store.format))
+        findings.append(Finding("repaired", what, f"wrote history/{target.name} from it"))
+        return handoff, target
+    return newest
 
 
 def _check_history(store: HandoffStore, findings: list[Finding]) -> tuple[Handoff, Path] | None:

@@ -238,6 +238,31 @@ class Journal:
                 return entry, problems
         return None, problems
 
+    def committed_documents(self) -> Iterator[tuple[Entry, dict[str, Any] | None]]:
+        """Journal-first save lines, newest first, each with the document line written with it (or None).
+
+        A save line whose document line is missing, damaged or another save's is yielded with None:
+        a crash can keep the short save line of an unfinished write and lose the long line before
+        it, and such a save was never acknowledged (its fdatasync never returned).
+        """
+        waiting: Entry | None = None
+        for _, entry in self._backwards():
+            if entry is None:
+                continue
+            if entry.event == "document":
+                if waiting is not None:
+                    held = entry.extra.get(DOCUMENT)
+                    same = (entry.generation, entry.seal) == (waiting.generation, waiting.seal)
+                    yield waiting, dict(held) if same and isinstance(held, dict) else None
+                    waiting = None
+                continue
+            if entry.extra.get("durability") == "journal":
+                if waiting is not None:
+                    yield waiting, None
+                waiting = entry
+        if waiting is not None:
+            yield waiting, None
+
     def document(self, generation: int, seal: str | None) -> dict[str, Any] | None:
         """The whole document a journal-first save of *generation* (sealed *seal*) wrote, if its line survives.
 

@@ -32,6 +32,7 @@ __all__ = [
     "restore",
     "scan",
     "summary_fields",
+    "verified_document",
 ]
 
 #: The journal events that record a new generation.
@@ -73,18 +74,27 @@ def scan(store: HandoffStore) -> Scan:
     if newest is not None and newest.handoff.seal is not None and newest.generation >= last.generation:
         return found
     problems = list(newest.problems if newest is not None else found.problems)
-    handoff, _, why_not = journal_document(store, last)
-    if handoff is None:
-        problems.append(f"{JOURNAL_NAME}: the line of generation {last.generation} holds no usable document: {why_not}")
-        if newest is not None:
-            return replace(found, newest=replace(newest, problems=tuple(problems)))
-        return replace(found, problems=tuple(problems))
-    problems.append(
-        f"generation {last.generation} was restored from its journal line: a journal-first save "
-        "was interrupted, or a crash lost its files, after its commit"
-    )
-    restored = Restored(handoff, "journal", store.journal.path, tuple(_unique(problems)))
-    return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
+    floor = newest.generation if newest is not None and newest.handoff.seal is not None else 0
+    # the newest journal-first save whose document verifies: a newer save line whose document did
+    # not survive was never acknowledged (a torn write of both lines), and must not hide older ones
+    for entry, document in store.journal.committed_documents():
+        if entry.generation is None or entry.generation <= floor:
+            break
+        handoff, why_not = verified_document(store, entry, document)
+        if handoff is None:
+            problems.append(
+                f"{JOURNAL_NAME}: the line of generation {entry.generation} holds no usable document: {why_not}"
+            )
+            continue
+        problems.append(
+            f"generation {entry.generation} was restored from its journal line: a journal-first save "
+            "was interrupted, or a crash lost its files, after its commit"
+        )
+        restored = Restored(handoff, "journal", store.journal.path, tuple(_unique(problems)))
+        return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
+    if newest is not None:
+        return replace(found, newest=replace(newest, problems=tuple(problems)))
+    return replace(found, problems=tuple(problems))
 
 
 def journal_first(last: Entry) -> bool:
@@ -97,17 +107,25 @@ def journal_document(store: HandoffStore, last: Entry) -> tuple[Handoff | None, 
     if last.generation is None:
         return None, None, "the line names no generation"
     document = store.journal.document(last.generation, last.seal)
+    handoff, why_not = verified_document(store, last, document)
+    return handoff, (document if handoff is not None else None), why_not
+
+
+def verified_document(
+    store: HandoffStore, entry: Entry, document: dict[str, Any] | None
+) -> tuple[Handoff | None, str | None]:
+    """Verify the document of a journal-first save line as a file is verified: the handoff, or why not."""
     if document is None:
-        return None, None, "its document line is missing or damaged"
+        return None, "its document line is missing or damaged"
     try:
         handoff = decode(render(document, "json"), store.journal.path)
     except HandoffError as exc:
-        return None, None, exc.reason
+        return None, exc.reason
     except (TypeError, ValueError) as exc:
-        return None, None, str(exc)
-    if handoff.generation != last.generation or str(handoff.seal) != last.seal:
-        return None, None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
-    return handoff, document, None
+        return None, str(exc)
+    if handoff.generation != entry.generation or str(handoff.seal) != entry.seal:
+        return None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
+    return handoff, None
 
 
 def _scan_files(store: HandoffStore) -> Scan:

@@ -227,3 +227,28 @@ def test_a_document_line_without_its_save_line_is_not_a_commit(thread_dir: Path)
     (thread_dir / "history" / "00000001.json").unlink()  # generation 1's files are gone too
     restored = HandoffStore(thread_dir).restore()
     assert (restored.source, restored.generation) == ("journal", 1)  # found past the uncommitted document
+
+
+def test_a_save_line_whose_document_line_was_torn_does_not_hide_the_save_before_it(thread_dir: Path) -> None:
+    """A crash mid-write can keep the short save line and lose the long document line before it.
+
+    That save was never acknowledged (its fdatasync never returned); the one before it was, and
+    must come back. Found by the power-loss model (zero-filled blocks inside the unsynced write).
+    """
+    store = HandoffStore(thread_dir, durability="journal")
+    store.save(_layers(1))
+    acknowledged = store.save(_layers(2))
+    store.save(_layers(3))
+    journal = thread_dir / "journal.jsonl"
+    lines = journal.read_bytes().split(b"\n")
+    lines[-3] = b"\0" * len(lines[-3])  # generation 3's document line, as a torn write leaves it
+    journal.write_bytes(b"\n".join(lines))
+    for generation in (2, 3):
+        (thread_dir / "history" / f"{generation:08d}.json").unlink()
+    (thread_dir / "handoff.json").write_bytes(b"\0" * 100)
+    (thread_dir / "state.json").unlink()
+    restored = HandoffStore(thread_dir).restore()
+    assert (restored.source, str(restored.handoff.seal)) == ("journal", acknowledged.checksum)
+    assert any("generation 3 holds no usable document" in problem for problem in restored.problems)
+    assert examine(HandoffStore(thread_dir), repair=True)
+    assert HandoffStore(thread_dir).restore().generation == 2
