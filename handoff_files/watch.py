@@ -156,12 +156,7 @@ class Watcher:
             first = not self._stopping
             self._stopping = True
             self._cond.notify_all()
-        observer = self._observer
-        if observer is not None:
-            if first:
-                observer.stop()
-            if observer.ident is not None:  # started: join it (joining a thread never started raises)
-                observer.join()
+        _stop_observer(self._observer, first=first)
         worker = self._worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
@@ -368,6 +363,17 @@ class Watcher:
             logger.exception("handoff watcher for %s: callback %r raised; still watching", self.path, callback)
 
 
+def _stop_observer(observer: BaseObserver | None, *, first: bool) -> None:
+    """Stop an observer (once) and join it, unless it never started or this is its own thread."""
+    if observer is None:
+        return
+    if first:
+        observer.stop()
+    # joining a thread never started raises, and a thread cannot join itself
+    if observer.ident is not None and observer is not threading.current_thread():
+        observer.join()
+
+
 def _cannot_watch(exc: OSError) -> str:
     if exc.errno in (errno.ENOSPC, errno.EMFILE):
         return (
@@ -475,12 +481,7 @@ class DirectoryWatch:
         """
         first = not self._stopping.is_set()
         self._stopping.set()
-        observer = self._observer
-        if observer is not None:
-            if first:
-                observer.stop()
-            if observer.ident is not None and observer is not threading.current_thread():
-                observer.join()
+        _stop_observer(self._observer, first=first)
         timer = self._timer
         if timer is not None and timer is not threading.current_thread():
             timer.join()
