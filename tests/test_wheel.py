@@ -57,7 +57,12 @@ def test_the_installed_wheel_migrates_old_samples_outside_the_source_tree(tmp_pa
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["schemas"] == ["handoff-0.8.schema.json", "handoff-1.0.schema.json", "handoff-2.0.schema.json"]
+    assert result["schemas"] == [
+        "descriptor-1.0.schema.json",
+        "handoff-0.8.schema.json",
+        "handoff-1.0.schema.json",
+        "handoff-2.0.schema.json",
+    ]
     assert result["steps"] == ["0.8", "1.0"]
     assert result["v0.8.json"][:2] == ["2.0", "0.8"]
     assert result["v1.0.json"][:2] == ["2.0", "1.0"]
