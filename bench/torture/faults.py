@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.torture import Options, Row
+from bench.torture.child import content
 from bench.torture.oslayer import FAULT_KINDS, FaultKind, FaultLayer, fault_applies
 from handoff_files import Handoff, HandoffError, HandoffStore, Restored, SaveReceipt, load
 from handoff_files.atomic import stray_temps
 from handoff_files.mirror import read_mirror
-from tests.writer_child import content
 
 __all__ = ["OPERATIONS", "Case", "Operation", "check_case", "plan", "run", "store_options"]
 

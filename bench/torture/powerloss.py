@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from bench.torture import Options, Row
+from bench.torture.child import content
 from bench.torture.faults import store_options
 from bench.torture.oslayer import DIR, REAL, Broken, Op, Recorder, parent
 from handoff_files import Handoff, HandoffError, HandoffStore, NoHandoffError, Restored, load
 from handoff_files.atomic import stray_temps
 from handoff_files.journal import ROTATE_BYTES, Journal
-from tests.writer_child import content
 
 __all__ = [
     "BROKEN_WRITERS",
