@@ -222,31 +222,29 @@ def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple
     return data, st
 
 
-def lexists(path: Path) -> bool:
-    """Whether *path* exists (a dangling symlink counts); an error other than "no such file" is a HandoffError.
+def _stat_or_none(path: Path, *, follow_symlinks: bool) -> os.stat_result | None:
+    """``stat`` of *path*, None if it does not exist; any other error is a HandoffError naming it.
 
-    ``Path.exists()`` lets EIO and EACCES escape as bare ``OSError``; this names the path instead.
+    ``Path.exists()`` and ``Path.is_dir()`` let EIO and EACCES escape as bare ``OSError``.
     """
     try:
-        os.lstat(path)
+        return path.stat(follow_symlinks=follow_symlinks)
     except (FileNotFoundError, NotADirectoryError):
-        return False
+        return None
     except OSError as exc:
         msg = f"cannot look at it: {exc.strerror or exc}"
         raise HandoffError(path, msg) from exc
-    return True
+
+
+def lexists(path: Path) -> bool:
+    """Whether *path* exists (a dangling symlink counts); an error other than "no such file" is a HandoffError."""
+    return _stat_or_none(path, follow_symlinks=False) is not None
 
 
 def is_real_dir(path: Path, *, follow_symlinks: bool = False) -> bool:
     """Whether *path* is a directory (by default not a symlink to one); other errors as :func:`lexists`."""
-    try:
-        st = path.stat(follow_symlinks=follow_symlinks)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError as exc:
-        msg = f"cannot look at it: {exc.strerror or exc}"
-        raise HandoffError(path, msg) from exc
-    return stat.S_ISDIR(st.st_mode)
+    st = _stat_or_none(path, follow_symlinks=follow_symlinks)
+    return st is not None and stat.S_ISDIR(st.st_mode)
 
 
 def _is_regular(st: os.stat_result) -> bool:

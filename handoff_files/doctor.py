@@ -16,7 +16,7 @@ from handoff_files.journal import JOURNAL_NAME, torn
 from handoff_files.loader import load
 from handoff_files.mirror import MIRROR_NAME, mirror_bytes, read_mirror
 from handoff_files.model import Handoff
-from handoff_files.recovery import SAVE_EVENTS, verified_document
+from handoff_files.recovery import SAVE_EVENTS, journal_saves
 
 if TYPE_CHECKING:
     from handoff_files.store import HandoffStore
@@ -87,10 +87,7 @@ def _check_journal_document(
 ) -> tuple[Handoff, Path] | None:
     """A journal-first save whose files a crash lost: its journal lines are the newest copy."""
     floor = newest[0].generation if newest is not None else 0
-    for entry, document in store.journal.committed_documents():
-        if entry.generation is None or entry.generation <= floor:
-            break
-        handoff, why_not = verified_document(store, entry, document)
+    for entry, handoff, document, why_not in journal_saves(store, floor):
         if handoff is None or document is None:
             what = f"the journal's line of generation {entry.generation} holds no usable document: {why_not}"
             findings.append(Finding("warning", what, "that save was never acknowledged, or its document is lost"))

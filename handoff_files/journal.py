@@ -70,6 +70,11 @@ class Entry:
     summary: str
     extra: dict[str, Any]
 
+    @property
+    def journal_first(self) -> bool:
+        """Whether this is a journal-first save's line (its document is in the line before it)."""
+        return self.extra.get("durability") == "journal"
+
     def brief(self) -> dict[str, Any]:
         """The line's fields for a person: a journal-first save's document is named, not repeated."""
         fields = self.fields()
@@ -256,27 +261,12 @@ class Journal:
                     yield waiting, dict(held) if same and isinstance(held, dict) else None
                     waiting = None
                 continue
-            if entry.extra.get("durability") == "journal":
+            if entry.journal_first:
                 if waiting is not None:
                     yield waiting, None
                 waiting = entry
         if waiting is not None:
             yield waiting, None
-
-    def document(self, generation: int, seal: str | None) -> dict[str, Any] | None:
-        """The whole document a journal-first save of *generation* (sealed *seal*) wrote, if its line survives.
-
-        Reads back from the end to the newest "document" line of that generation or older: each
-        save's document line sits just before its event line, so an older one belongs to an
-        earlier save (a newer one is a save that never committed, and is passed over).
-        """
-        for _, entry in self._backwards():
-            if entry is None or entry.event != "document" or (entry.generation or 0) > generation:
-                continue
-            if entry.generation == generation and entry.seal == seal and isinstance(entry.extra.get(DOCUMENT), dict):
-                return dict(entry.extra[DOCUMENT])
-            return None
-        return None
 
     def _backwards(self) -> Iterator[tuple[bytes, Entry | None]]:
         for path in (self.path, self.previous):

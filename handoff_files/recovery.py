@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -27,12 +28,10 @@ __all__ = [
     "SAVE_EVENTS",
     "Scan",
     "acknowledge",
-    "journal_document",
-    "journal_first",
+    "journal_saves",
     "restore",
     "scan",
     "summary_fields",
-    "verified_document",
 ]
 
 #: The journal events that record a new generation.
@@ -68,7 +67,7 @@ def scan(store: HandoffStore) -> Scan:
     last, damaged = store.journal.last(*SAVE_EVENTS)
     found = _scan_files(store)
     found = replace(found, last=last, journal_problems=tuple(damaged))
-    if last is None or last.generation is None or not journal_first(last):
+    if last is None or last.generation is None or not last.journal_first:
         return found
     newest = found.newest
     if newest is not None and newest.handoff.seal is not None and newest.generation >= last.generation:
@@ -77,10 +76,7 @@ def scan(store: HandoffStore) -> Scan:
     floor = newest.generation if newest is not None and newest.handoff.seal is not None else 0
     # the newest journal-first save whose document verifies: a newer save line whose document did
     # not survive was never acknowledged (a torn write of both lines), and must not hide older ones
-    for entry, document in store.journal.committed_documents():
-        if entry.generation is None or entry.generation <= floor:
-            break
-        handoff, why_not = verified_document(store, entry, document)
+    for entry, handoff, _, why_not in journal_saves(store, floor):
         if handoff is None:
             problems.append(
                 f"{JOURNAL_NAME}: the line of generation {entry.generation} holds no usable document: {why_not}"
@@ -97,23 +93,22 @@ def scan(store: HandoffStore) -> Scan:
     return replace(found, problems=tuple(problems))
 
 
-def journal_first(last: Entry) -> bool:
-    """Whether a save line was written journal-first (its document is in the line before it)."""
-    return last.extra.get("durability") == "journal"
+def journal_saves(
+    store: HandoffStore, floor: int
+) -> Iterator[tuple[Entry, Handoff | None, dict[str, Any] | None, str | None]]:
+    """Journal-first saves newer than generation *floor*, newest first, each with its document verified.
+
+    Yields the save line, the handoff its document holds (None if it does not verify), the raw
+    document, and why not. Restore, the doctor and export all take generations from here.
+    """
+    for entry, document in store.journal.committed_documents():
+        if entry.generation is None or entry.generation <= floor:
+            return
+        handoff, why_not = _verified(store, entry, document)
+        yield entry, handoff, (document if handoff is not None else None), why_not
 
 
-def journal_document(store: HandoffStore, last: Entry) -> tuple[Handoff | None, dict[str, Any] | None, str | None]:
-    """A journal-first save's document, verified as a file is (by its seal): the handoff, the document, or why not."""
-    if last.generation is None:
-        return None, None, "the line names no generation"
-    document = store.journal.document(last.generation, last.seal)
-    handoff, why_not = verified_document(store, last, document)
-    return handoff, (document if handoff is not None else None), why_not
-
-
-def verified_document(
-    store: HandoffStore, entry: Entry, document: dict[str, Any] | None
-) -> tuple[Handoff | None, str | None]:
+def _verified(store: HandoffStore, entry: Entry, document: dict[str, Any] | None) -> tuple[Handoff | None, str | None]:
     """Verify the document of a journal-first save line as a file is verified: the handoff, or why not."""
     if document is None:
         return None, "its document line is missing or damaged"

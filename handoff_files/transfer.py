@@ -25,7 +25,7 @@ from handoff_files.errors import (
 from handoff_files.loader import decode
 from handoff_files.model import Handoff
 from handoff_files.names import check_id
-from handoff_files.recovery import SAVE_EVENTS, journal_document, journal_first, summary_fields
+from handoff_files.recovery import journal_saves, summary_fields
 from handoff_files.results import SaveReceipt
 from handoff_files.store import TRANSFERRED_NAME, HandoffStore
 
@@ -85,10 +85,8 @@ def checkpoint_bytes(store: HandoffStore, generation: int | None = None) -> tupl
             continue
         if handoff.generation == generation and handoff.seal is not None:
             return data, handoff
-    last, _ = store.journal.last(*SAVE_EVENTS)
-    if last is not None and last.generation == generation and journal_first(last):
-        kept, document, _ = journal_document(store, last)
-        if kept is not None and document is not None:
+    for entry, kept, document, _ in journal_saves(store, generation - 1):
+        if entry.generation == generation and kept is not None and document is not None:
             return render(document, "json"), kept
     msg = f"generation {generation} is not kept in a form that verifies (history/ keeps the last {store.keep})"
     raise NoHandoffError(store.path, msg)
@@ -236,8 +234,8 @@ def adopt_checkpoint(
             "blob_sha256": wanted.blob_sha256,
         },
     )
-    new_thread = target.restore().handoff.thread_id
-    return AdoptResult(wanted.source, new_thread, wanted.checkpoint_id, wanted.blob_id, True, receipt)
+    # a new thread takes its id from its directory's name (the store refuses an invalid one)
+    return AdoptResult(wanted.source, target.path.name, wanted.checkpoint_id, wanted.blob_id, True, receipt)
 
 
 @dataclass(frozen=True, slots=True)
