@@ -25,9 +25,9 @@ import orjson
 from bench.report import machine_facts, markdown_table, ms, run_kind, text_table, write_report
 from bench.timing import Sample, calibrate, interleaved
 from bench.workload import SIZES, build_content
-from handoff_files import seal as sealing
-from handoff_files.codec import render
-from handoff_files.model import PARSED, Handoff, HandoffContent
+from handoff_files.format import seal as sealing
+from handoff_files.format.codec import render
+from handoff_files.format.model import PARSED, Handoff, HandoffContent
 
 __all__ = ["main"]
 
@@ -144,7 +144,7 @@ def _json_rows(rounds: int) -> tuple[list[str], list[list[str]], list[str]]:
 
 
 _METHOD: Final = """\
-Hashes go through the library's own functions (`handoff_files.seal.digest`, hex digest included)
+Hashes go through the library's own functions (`handoff_files.format.seal.digest`, hex digest included)
 over the canonical bytes a seal covers; small inputs are timed in batches of calls (about 2 ms
 per batch) so the timer does not dominate; MB/s counts 10^6 bytes. Every figure is a median over
 interleaved rounds with `gc.collect()` before each batch. "vs the first row" is the first row's

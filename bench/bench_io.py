@@ -40,7 +40,7 @@ from bench.report import (
 )
 from bench.timing import Sample, interleaved, paired_ratio
 from bench.workload import SIZES, Size, build_content
-from handoff_files.store import DEFAULT_KEEP, HandoffStore
+from handoff_files.thread.store import DEFAULT_KEEP, HandoffStore
 
 __all__ = ["bench_size", "main"]
 

@@ -12,7 +12,7 @@ from bench.report import machine_facts, markdown_table, ms, text_table, verdict,
 from bench.timing import interleaved, paired_ratio
 from bench.workload import build_content
 from handoff_files import HandoffStore
-from handoff_files.journal import Entry, _check
+from handoff_files.thread.journal import Entry, _check
 
 GOAL = 1.2
 LINES = (10, 100_000)

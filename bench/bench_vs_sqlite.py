@@ -33,7 +33,7 @@ from typing import Any, Final
 import orjson
 
 import handoff_files
-import handoff_files.store
+import handoff_files.thread.store
 from bench.baselines import minimal_durable_write, orjson_and_sha256
 from bench.fresh import python_run, strace_missing, syncs_per_op
 from bench.latency import poll_latencies, watch_latencies
@@ -43,8 +43,8 @@ from bench.timing import Sample, interleaved
 from bench.vs_sqlite_tables import Results, SizeResult, misses, sections, tables
 from bench.workload import Size, build_content
 from handoff_files import HandoffStore
-from handoff_files.store import DEFAULT_KEEP
-from handoff_files.watch import DEFAULT_DEBOUNCE
+from handoff_files.thread.store import DEFAULT_KEEP
+from handoff_files.watch.watcher import DEFAULT_DEBOUNCE
 
 __all__ = [
     "SIZES",
@@ -145,7 +145,7 @@ for _ in range(int(ops) + 3):
 
 def durabilities() -> tuple[str, ...]:
     """The store's durability modes in this checkout: ``("full",)`` until the ``durability=`` option exists."""
-    return tuple(getattr(handoff_files.store, "DURABILITIES", ("full",)))
+    return tuple(getattr(handoff_files.thread.store, "DURABILITIES", ("full",)))
 
 
 def open_store(path: Path, durability: str = "full") -> HandoffStore:

@@ -25,10 +25,11 @@ from bench.probe import Key, Node, Probe, tree_order
 from bench.report import machine_facts, markdown_table, ms, run_kind, text_table, write_report
 from bench.timing import Sample, interleaved
 from bench.workload import SIZES, build_content
-from handoff_files import atomic, loader
-from handoff_files import seal as sealing
-from handoff_files import store as store_module
-from handoff_files.store import DEFAULT_KEEP, HISTORY_DIR, HandoffStore
+from handoff_files.format import loader
+from handoff_files.format import seal as sealing
+from handoff_files.foundation import atomic
+from handoff_files.thread import store as store_module
+from handoff_files.thread.store import DEFAULT_KEEP, HISTORY_DIR, HandoffStore
 
 __all__ = ["run_breakdown"]
 

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from handoff_files.blobs import BlobStore, LocalBlobStore
-from handoff_files.descriptor import Descriptor
-from handoff_files.errors import (
+from handoff_files.format.loader import load
+from handoff_files.format.model import (
+    SCHEMA_VERSION,
+    Context,
+    Decision,
+    Handoff,
+    HandoffContent,
+    Lineage,
+    Message,
+    Priority,
+    Seal,
+    State,
+    Warning,
+)
+from handoff_files.foundation.errors import (
     BlobError,
     BlobIntegrityError,
     BlobNotFoundError,
@@ -28,24 +40,18 @@ from handoff_files.errors import (
     UnsealedEditError,
     UnsupportedVersionError,
 )
-from handoff_files.loader import load
-from handoff_files.model import (
-    SCHEMA_VERSION,
-    Context,
-    Decision,
-    Handoff,
-    HandoffContent,
-    Lineage,
-    Message,
-    Priority,
-    Seal,
-    State,
-    Warning,
+from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
+from handoff_files.thread.store import Durability, HandoffStore
+from handoff_files.transfer.blobs import BlobStore, LocalBlobStore
+from handoff_files.transfer.checkpoint import (
+    AdoptResult,
+    TransferResult,
+    adopt_checkpoint,
+    handoff_checkpoint,
+    transfer,
 )
-from handoff_files.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
-from handoff_files.store import Durability, HandoffStore
-from handoff_files.transfer import AdoptResult, TransferResult, adopt_checkpoint, handoff_checkpoint, transfer
-from handoff_files.trim import trim_context
+from handoff_files.transfer.descriptor import Descriptor
+from handoff_files.transfer.trim import trim_context
 
 __version__ = "0.1.0"
 

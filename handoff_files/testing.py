@@ -12,7 +12,7 @@ import pytest
 if TYPE_CHECKING:
     from pluggy import Result
 
-    from handoff_files.killrun import Killer
+    from handoff_files.run.killrun import Killer
 
 # loaded into every pytest session where handoff-files is installed: import nothing heavy here
 _SEED = pytest.StashKey[int]()
@@ -36,7 +36,7 @@ def handoff_killer(request: pytest.FixtureRequest, tmp_path: Path) -> Killer:
     Each run gets a fresh thread directory under the test's ``tmp_path``; the seed that drew the
     kill plans is printed with a failing test's report, and ``--handoff-seed`` draws them again.
     """
-    from handoff_files.killrun import Killer  # noqa: PLC0415 -- on use: most sessions never ask for it
+    from handoff_files.run.killrun import Killer  # noqa: PLC0415 -- on use: most sessions never ask for it
 
     seed = request.config.getoption("handoff_seed")
     if seed is None:

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from handoff_files.migrations._shared import list_of_strings, mapping, string
 
-from handoff_files.versions import EXTRA, NOTES
+from handoff_files.format.versions import EXTRA, NOTES
 
 SOURCE: Final = "0.8"
 TARGET: Final = "1.0"

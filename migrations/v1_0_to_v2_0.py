@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from handoff_files.migrations._shared import free_name, list_of_objects, list_of_strings, mapping, quote, string
 
-from handoff_files.versions import EXTRA, NOTES
+from handoff_files.format.versions import EXTRA, NOTES
 
 SOURCE: Final = "1.0"
 TARGET: Final = "2.0"

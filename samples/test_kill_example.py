@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from handoff_files.killrun import Killer
+from handoff_files.run.killrun import Killer
 
 AGENT = Path(__file__).with_name(os.environ.get("STEPS_AGENT", "steps_agent.py"))
 STEPS = 100

@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from handoff_files.atomic import write_durable
-from handoff_files.blobs import LocalBlobStore
 from handoff_files.compat.sw4rm import HandoffStatus
-from handoff_files.errors import HandoffError, InvalidTransitionError
-from handoff_files.inbox import HandoffInbox, InboxRequest
-from handoff_files.transfer import AdoptResult
+from handoff_files.foundation.atomic import write_durable
+from handoff_files.foundation.errors import HandoffError, InvalidTransitionError
+from handoff_files.inbox.lifecycle import HandoffInbox, InboxRequest
+from handoff_files.transfer.blobs import LocalBlobStore
+from handoff_files.transfer.checkpoint import AdoptResult
 
 #: Where the tests find this script.
 SCRIPT: Final = Path(__file__).resolve()

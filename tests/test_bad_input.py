@@ -27,10 +27,10 @@ from handoff_files import (
     InvalidNameError,
     UnsealedEditError,
     UnsupportedVersionError,
-    errors,
     load,
 )
-from handoff_files.seal import canonical, digest
+from handoff_files.format.seal import canonical, digest
+from handoff_files.foundation import errors
 
 CONTENT: Final[dict[str, Any]] = {
     "narrative": "Migrated half the tables — naïve retry loop removed ✓",

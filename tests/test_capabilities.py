@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from handoff_files import InvalidNameError
-from handoff_files.capabilities import AgentEntry, AgentRegistry
 from handoff_files.compat.sw4rm import HandoffStatus
-from handoff_files.errors import CapabilityError
-from handoff_files.inbox import HandoffInbox
+from handoff_files.foundation.errors import CapabilityError
+from handoff_files.inbox.capabilities import AgentEntry, AgentRegistry
+from handoff_files.inbox.lifecycle import HandoffInbox
 
 DOCUMENT: dict[str, Any] = {
     "agents": {

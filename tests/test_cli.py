@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from handoff_files import HandoffStore, load
-from handoff_files.cli import build_parser, main
+from handoff_files.cli.main import build_parser, main
 from tests.conftest import ROOT
 
 CONTENT = {

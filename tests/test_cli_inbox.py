@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from handoff_files import HandoffStore
-from handoff_files.cli import main
+from handoff_files.cli.main import main
 from handoff_files.compat.sw4rm import HandoffStatus
-from handoff_files.inbox import HandoffInbox
+from handoff_files.inbox.lifecycle import HandoffInbox
 
 
 @pytest.fixture

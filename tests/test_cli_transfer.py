@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from handoff_files import HandoffStore
-from handoff_files.cli import main
+from handoff_files.cli.main import main
 
 
 @pytest.fixture

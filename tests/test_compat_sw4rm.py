@@ -28,14 +28,14 @@ from handoff_files.compat.sw4rm import (
     serialize_context,
     to_model,
 )
-from handoff_files.errors import (
+from handoff_files.foundation.errors import (
     HandoffLockedError,
     HandoffNotFoundError,
     HandoffParseError,
     HandoffValidationError,
     NoHandoffError,
 )
-from handoff_files.lock import writer_lock
+from handoff_files.foundation.lock import writer_lock
 from tests.strategies import json_values
 
 EMPTY = b'{"conversation_history":[],"metadata":{},"tool_state":{}}'

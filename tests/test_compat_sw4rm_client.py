@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from handoff_files.blobs import blob_path
 from handoff_files.compat.sw4rm import (
     HandoffClient,
     HandoffContext,
@@ -26,7 +25,7 @@ from handoff_files.compat.sw4rm import (
     serialize_context,
 )
 from handoff_files.compat.sw4rm_client import BLOBS_DIR, HANDOFF_ID_KEY, INBOX_ENV, SW4RM_KEY
-from handoff_files.errors import (
+from handoff_files.foundation.errors import (
     BlobIntegrityError,
     BlobNotFoundError,
     HandoffError,
@@ -34,7 +33,8 @@ from handoff_files.errors import (
     InvalidTransitionError,
     UnknownRequestError,
 )
-from handoff_files.inbox import HandoffInbox
+from handoff_files.inbox.lifecycle import HandoffInbox
+from handoff_files.transfer.blobs import blob_path
 from tests.inbox_sw4rm_child import SCRIPT
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (

@@ -163,7 +163,7 @@ def test_readers_never_fail_while_writers_save(
 _HOLD_LOCK = """
 import sys
 from pathlib import Path
-from handoff_files.lock import writer_lock
+from handoff_files.foundation.lock import writer_lock
 with writer_lock(Path(sys.argv[1])):
     print("LOCKED", flush=True)
     sys.stdin.readline()

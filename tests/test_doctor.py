@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from handoff_files import HandoffStore, load
-from handoff_files.cli import main
-from handoff_files.doctor import Finding, examine
+from handoff_files.cli.main import main
+from handoff_files.thread.doctor import Finding, examine
 
 
 def thread(thread_dir: Path, saves: int = 3) -> HandoffStore:
@@ -98,7 +98,7 @@ def test_wide_modes_are_narrowed_and_stray_temps_removed(thread_dir: Path) -> No
 
 def _no_clean(thread_dir: Path) -> HandoffStore:
     """A store whose opening does not clean temp files (the lock is held meanwhile), so the doctor sees them."""
-    from handoff_files.lock import writer_lock
+    from handoff_files.foundation.lock import writer_lock
 
     with writer_lock(thread_dir):
         return HandoffStore(thread_dir)
@@ -109,7 +109,7 @@ def test_a_broken_chain_is_reported(thread_dir: Path) -> None:
     second = store.history_dir / "00000002.json"
     document = json.loads(second.read_text(encoding="utf-8"))
     document["parent"] = "blake3:" + "0" * 64
-    from handoff_files.seal import canonical, digest
+    from handoff_files.format.seal import canonical, digest
 
     document["seal"] = {"algorithm": "blake3", "digest": digest(canonical(document))}
     second.write_text(json.dumps(document), encoding="utf-8")

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from handoff_files import HandoffStore, HandoffValidationError, NoHandoffError, load
-from handoff_files.cli import main
-from handoff_files.doctor import examine
-from handoff_files.journal import DOCUMENT, ROTATE_BYTES, _encode
+from handoff_files.cli.main import main
+from handoff_files.thread.doctor import examine
+from handoff_files.thread.journal import DOCUMENT, ROTATE_BYTES, _encode
 from tests.writer_child import WriterProcess, read_thread
 
 

@@ -19,7 +19,7 @@ from handoff_files import (
     SealError,
     load,
 )
-from handoff_files.cli import main
+from handoff_files.cli.main import main
 
 CONTENT = {"narrative": "Working.", "priorities": [{"task": "go on", "urgency": "first"}]}
 

@@ -16,14 +16,14 @@ import pydantic
 import pytest
 
 from handoff_files import HandoffError, HandoffStore, HandoffValidationError, InvalidNameError
-from handoff_files.blobs import LocalBlobStore
-from handoff_files.capabilities import AgentRegistry
 from handoff_files.compat.sw4rm import HandoffResponse, HandoffStatus
-from handoff_files.descriptor import Descriptor
-from handoff_files.errors import HandoffWriteError, InvalidTransitionError, UnknownRequestError
-from handoff_files.inbox import HandoffInbox, InboxRequest
-from handoff_files.serve import request_handoff_with_fallback, thread_id_for
-from handoff_files.transfer import AdoptResult, adopt_checkpoint, handoff_checkpoint
+from handoff_files.foundation.errors import HandoffWriteError, InvalidTransitionError, UnknownRequestError
+from handoff_files.inbox.capabilities import AgentRegistry
+from handoff_files.inbox.lifecycle import HandoffInbox, InboxRequest
+from handoff_files.inbox.serve import request_handoff_with_fallback, thread_id_for
+from handoff_files.transfer.blobs import LocalBlobStore
+from handoff_files.transfer.checkpoint import AdoptResult, adopt_checkpoint, handoff_checkpoint
+from handoff_files.transfer.descriptor import Descriptor
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (
     HandoffStatus.PENDING,
@@ -408,7 +408,7 @@ def test_a_damaged_request_is_reported_by_name_and_does_not_stop_the_others(
     bad = inbox.request_handoff("alpha", "beta", "about to be damaged").handoff_id
     path = _file(inbox, bad)
     path.write_bytes(damage(path.read_bytes(), bad))
-    with caplog.at_level(logging.WARNING, logger="handoff_files.inbox"):
+    with caplog.at_level(logging.WARNING, logger="handoff_files.inbox.lifecycle"):
         assert [r.handoff_id for r in inbox.get_pending_handoffs("beta")] == [good]
         inbox.get_pending_handoffs("beta")
     assert [problem.path for problem in inbox.problems] == [str(path)]
@@ -668,7 +668,7 @@ def test_a_failing_on_handoff_received_leaves_the_request_accepted_and_a_later_s
         msg = "agent not ready"
         raise RuntimeError(msg)
 
-    with caplog.at_level(logging.ERROR, logger="handoff_files.inbox"):
+    with caplog.at_level(logging.ERROR, logger="handoff_files.inbox.lifecycle"):
         settled, _ = _serve(inbox, tmp_path, blobs, lambda _r: True, received=broken, stop=stop)
     assert settled == []
     assert inbox.get_handoff_status(handoff_id) is ACCEPTED
@@ -854,7 +854,7 @@ def test_serve_leaves_accepted_a_request_whose_thread_holds_another_checkpoint(
     inbox.accept_handoff(handoff_id)
     HandoffStore(tmp_path / "threads" / thread_id_for(handoff_id)).save(_layers(9))  # someone else's thread
     stop = threading.Event()
-    with caplog.at_level(logging.ERROR, logger="handoff_files.inbox"):
+    with caplog.at_level(logging.ERROR, logger="handoff_files.inbox.lifecycle"):
         worker = threading.Thread(target=lambda: _serve(inbox, tmp_path, blobs, _asking([]), stop=stop))
         worker.start()
         deadline = time.monotonic() + 30

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handoff_files.model import MAX_DATA_DEPTH, _plain_json, _walk_json
+from handoff_files.format.model import MAX_DATA_DEPTH, _plain_json, _walk_json
 
 _SCALARS = st.one_of(
     st.none(),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from handoff_files import HandoffStore, HandoffValidationError, Restored, load
-from handoff_files.killrun import Incarnation, Kill, Killer, KillRun, Moment
+from handoff_files.run.killrun import Incarnation, Kill, Killer, KillRun, Moment
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the kill runner watches agents on Linux")
@@ -82,7 +82,7 @@ def test_the_plugin_can_be_disabled_with_p_no_handoff_files(pytester: pytest.Pyt
 
 
 def test_loading_the_plugin_does_not_import_the_kill_runner(subprocess_env: dict[str, str]) -> None:
-    code = "import sys, handoff_files.testing; print('handoff_files.killrun' in sys.modules)"
+    code = "import sys, handoff_files.testing; print('handoff_files.run.killrun' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from handoff_files import HandoffStore, NoHandoffError, UnsealedEditError, load
-from handoff_files.journal import Journal
+from handoff_files.thread.journal import Journal
 
 STEPS = 4
 
@@ -129,7 +129,7 @@ def test_a_damaged_line_in_the_middle_of_the_journal_is_reported_with_its_number
 def test_journal_rotates_and_the_last_save_is_still_found_across_files(
     thread_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import handoff_files.journal as journal_module
+    import handoff_files.thread.journal as journal_module
 
     monkeypatch.setattr(journal_module, "ROTATE_BYTES", 2_000)
     store, _ = saved_thread(thread_dir)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import handoff_files.journal as journal_module
+import handoff_files.thread.journal as journal_module
 from handoff_files import HandoffStore, load
-from handoff_files.doctor import examine
-from handoff_files.journal import Journal, torn
-from handoff_files.versions import legacy_checksum
+from handoff_files.format.versions import legacy_checksum
+from handoff_files.thread.doctor import examine
+from handoff_files.thread.journal import Journal, torn
 
 
 def saves(thread_dir: Path, n: int, fmt: str = "json") -> HandoffStore:

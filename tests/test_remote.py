@@ -22,17 +22,17 @@ import pytest
 import s3fs
 
 from handoff_files import HandoffStore
-from handoff_files.blobs import LocalBlobStore, blob_path, sha256_hex
-from handoff_files.descriptor import Descriptor
-from handoff_files.errors import (
+from handoff_files.foundation.errors import (
     BlobError,
     BlobIntegrityError,
     BlobNotFoundError,
     DescriptorError,
     HandoffError,
 )
-from handoff_files.remote import FsspecBlobStore, redact_url
-from handoff_files.transfer import adopt_checkpoint, handoff_checkpoint
+from handoff_files.transfer.blobs import LocalBlobStore, blob_path, sha256_hex
+from handoff_files.transfer.checkpoint import adopt_checkpoint, handoff_checkpoint
+from handoff_files.transfer.descriptor import Descriptor
+from handoff_files.transfer.remote import FsspecBlobStore, redact_url
 from tests.test_transfer import _five_layers, _layers, _listing
 
 # not us-east-1: s3fs creates a bucket with a LocationConstraint of the region, which S3 refuses for us-east-1
@@ -356,8 +356,8 @@ def test_export_adopt_restore_over_s3_gives_the_same_five_layers_with_lineage(
 _EXPORTER = """
 import json, sys
 from handoff_files import HandoffStore
-from handoff_files.remote import FsspecBlobStore
-from handoff_files.transfer import handoff_checkpoint
+from handoff_files.transfer.remote import FsspecBlobStore
+from handoff_files.transfer.checkpoint import handoff_checkpoint
 thread, url, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 store = HandoffStore(thread)
 store.save(json.loads(sys.stdin.read()))
@@ -365,8 +365,8 @@ print(handoff_checkpoint(store, blobs=FsspecBlobStore(url, **options), to_agent=
 """
 _ADOPTER = """
 import json, sys
-from handoff_files.remote import FsspecBlobStore
-from handoff_files.transfer import adopt_checkpoint
+from handoff_files.transfer.remote import FsspecBlobStore
+from handoff_files.transfer.checkpoint import adopt_checkpoint
 thread, url, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 result = adopt_checkpoint(sys.stdin.read(), thread, blobs=FsspecBlobStore(url, **options))
 print(result.verified, result.new_thread_id, result.adopted_from)
@@ -557,8 +557,12 @@ def test_an_unknown_filesystem_is_a_blob_error() -> None:
 @pytest.mark.parametrize(
     ("modules", "imported"),
     [
-        pytest.param("handoff_files, handoff_files.blobs, handoff_files.transfer", [], id="restore and transfer"),
-        pytest.param("handoff_files.remote", ["fsspec"], id="the remote store itself"),
+        pytest.param(
+            "handoff_files, handoff_files.transfer.blobs, handoff_files.transfer.checkpoint",
+            [],
+            id="restore and transfer",
+        ),
+        pytest.param("handoff_files.transfer.remote", ["fsspec"], id="the remote store itself"),
     ],
 )
 def test_only_the_remote_store_imports_fsspec(

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from handoff_files import HandoffStore, recovery
-from handoff_files.mirror import Mirror, read_mirror
+from handoff_files import HandoffStore
+from handoff_files.thread import recovery
+from handoff_files.thread.mirror import Mirror, read_mirror
 
 _WRITER = """
 import sys

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 
 from handoff_files import HandoffContent, HandoffStore, load
-from handoff_files.codec import detect_format, render
+from handoff_files.format.codec import detect_format, render
 from tests.strategies import contents
 
 FORMATS: tuple[Literal["json", "yaml"], ...] = ("json", "yaml")
@@ -49,7 +49,7 @@ def test_a_seal_made_in_one_format_verifies_in_the_other(content: dict[str, Any]
 
 
 def _as_written(path: Path) -> dict[str, Any]:
-    from handoff_files.codec import parse
+    from handoff_files.format.codec import parse
 
     return parse(path.read_bytes(), path)
 

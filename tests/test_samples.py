@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 
 import handoff_files
 from handoff_files import Handoff, HandoffError, HandoffStore, UnsealedEditError, load
-from handoff_files.codec import YAML_HEADER
+from handoff_files.format.codec import YAML_HEADER
 from tests.conftest import ROOT
 
 SAMPLES: Final = ROOT / "samples"

@@ -8,12 +8,12 @@ from pathlib import Path
 import jsonschema
 
 from handoff_files import HandoffStore
-from handoff_files.schema import SCHEMA_FILE, render_schema
+from handoff_files.format.schema import SCHEMA_FILE, render_schema
 
 
 def test_committed_schema_matches_the_models() -> None:
     assert SCHEMA_FILE.read_text(encoding="utf-8") == render_schema(), (
-        "schemas/ drifted from the models: run `python -m handoff_files.schema` and review the diff"
+        "schemas/ drifted from the models: run `python -m handoff_files.format.schema` and review the diff"
     )
 
 

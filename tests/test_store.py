@@ -19,7 +19,7 @@ from handoff_files import (
     NoHandoffError,
     load,
 )
-from handoff_files.lock import writer_lock
+from handoff_files.foundation.lock import writer_lock
 
 CONTENT = {"narrative": "Working.", "priorities": [{"task": "go on", "urgency": "first"}]}
 

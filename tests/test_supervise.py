@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from handoff_files import HandoffStore, HandoffValidationError
-from handoff_files.journal import Journal
-from handoff_files.supervise import RunResult, supervise
+from handoff_files.run.supervise import RunResult, supervise
+from handoff_files.thread.journal import Journal
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="kills agents through pidfds (Linux)")
 
@@ -36,7 +36,7 @@ WAIT = 60.0
 # see it, and a failing test ends the whole tree with one SIGTERM to the supervisor.
 DRIVER = """
 import dataclasses, json, sys
-from handoff_files.supervise import supervise
+from handoff_files.run.supervise import supervise
 options = json.loads(sys.argv[1])
 result = supervise(options.pop("thread"), sys.argv[3:], **options)
 with open(sys.argv[2], "w", encoding="utf-8") as handle:

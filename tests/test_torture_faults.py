@@ -12,14 +12,14 @@ from types import ModuleType
 
 import pytest
 
-import handoff_files.atomic
-import handoff_files.journal
+import handoff_files.foundation.atomic
+import handoff_files.thread.journal
 from bench.torture import Options, Row
 from bench.torture import faults as torture_faults
 from bench.torture.faults import Case, Operation, Outcome, check_case
 from bench.torture.oslayer import REAL, FaultKind, FaultLayer, Layer
 from handoff_files import HandoffStore, Restored, load
-from handoff_files.store import HandoffStore as StoreClass
+from handoff_files.thread.store import HandoffStore as StoreClass
 from tests.writer_child import content
 
 # -- the layer ---------------------------------------------------------------------------------
@@ -202,9 +202,11 @@ def test_check_catches_temp_files_the_next_open_leaves(
 @pytest.mark.parametrize(
     ("module", "writes", "found"),
     [
-        pytest.param(handoff_files.atomic, ".00000004.json.", "history/ copy does not load", id="atomic-history"),
+        pytest.param(
+            handoff_files.foundation.atomic, ".00000004.json.", "history/ copy does not load", id="atomic-history"
+        ),
         # the journal's append before the journal-first change wrote its line this way
-        pytest.param(handoff_files.journal, "journal.jsonl", "left the thread unclean", id="journal-line"),
+        pytest.param(handoff_files.thread.journal, "journal.jsonl", "left the thread unclean", id="journal-line"),
     ],
 )
 def test_the_fault_run_catches_a_write_path_that_ignores_short_writes(

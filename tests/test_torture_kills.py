@@ -24,7 +24,7 @@ from bench.torture.kill_checks import (
     leftovers,
 )
 from handoff_files import HandoffStore, Restored, load
-from handoff_files.lock import writer_lock
+from handoff_files.foundation.lock import writer_lock
 
 SIZE = 1000
 OTHER_SEAL = "blake3:" + "0" * 64

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from handoff_files import HandoffStore
-from handoff_files.blobs import LocalBlobStore
-from handoff_files.errors import TransferRefusedError
-from handoff_files.store import TRANSFERRED_NAME
-from handoff_files.transfer import PHASES, transfer, transferred_to
+from handoff_files.foundation.errors import TransferRefusedError
+from handoff_files.thread.store import TRANSFERRED_NAME
+from handoff_files.transfer.blobs import LocalBlobStore
+from handoff_files.transfer.checkpoint import PHASES, transfer, transferred_to
 
 CHILD = Path(__file__).resolve().parent / "transfer_child.py"
 

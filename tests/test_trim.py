@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handoff_files.errors import HandoffValidationError
-from handoff_files.model import Context
-from handoff_files.trim import TRIM_KEY, trim_context
+from handoff_files.format.model import Context
+from handoff_files.foundation.errors import HandoffValidationError
+from handoff_files.transfer.trim import TRIM_KEY, trim_context
 
 
 def _history(n: int) -> list[dict[str, Any]]:

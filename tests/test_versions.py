@@ -18,9 +18,9 @@ from handoff_files import (
     UnsupportedVersionError,
     load,
 )
-from handoff_files.cli import main
-from handoff_files.model import PARSED
-from handoff_files.versions import legacy_checksum, migrate_document, steps
+from handoff_files.cli.main import main
+from handoff_files.format.model import PARSED
+from handoff_files.format.versions import legacy_checksum, migrate_document, steps
 
 _text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=30)
 _naive = st.datetimes().map(lambda d: d.replace(microsecond=d.microsecond).isoformat())

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from handoff_files import HandoffNotFoundError, HandoffValidationError
-from handoff_files.atomic import write_durable
-from handoff_files.watch import DirectoryWatch, watch_directory
+from handoff_files.foundation.atomic import write_durable
+from handoff_files.watch.watcher import DirectoryWatch, watch_directory
 
 #: Generous: the waits end as soon as the condition holds, so only a broken watch pays for it.
 WAIT = 10.0
@@ -106,7 +106,10 @@ def test_an_on_hint_that_raises_is_logged_and_the_watch_goes_on(
             msg = "the caller's bug"
             raise RuntimeError(msg)
 
-    with caplog.at_level(logging.ERROR, logger="handoff_files.watch"), watch_directory(tmp_path, on_hint, rescan=0.02):
+    with (
+        caplog.at_level(logging.ERROR, logger="handoff_files.watch.watcher"),
+        watch_directory(tmp_path, on_hint, rescan=0.02),
+    ):
         deadline = time.monotonic() + WAIT
         while len(calls) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)

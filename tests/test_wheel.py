@@ -17,7 +17,7 @@ CHECK = textwrap.dedent(
     import importlib.resources, json, sys
     import handoff_files
     from handoff_files import load
-    from handoff_files.versions import steps
+    from handoff_files.format.versions import steps
 
     assert "site-packages" in handoff_files.__file__, handoff_files.__file__
     folder = importlib.resources.files("handoff_files.schemas")

@@ -6,8 +6,8 @@ import os
 import signal
 import sys
 
-from handoff_files.blobs import LocalBlobStore
-from handoff_files.transfer import Phase, transfer
+from handoff_files.transfer.blobs import LocalBlobStore
+from handoff_files.transfer.checkpoint import Phase, transfer
 
 
 def main() -> None:

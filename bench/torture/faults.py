@@ -30,8 +30,8 @@ from bench.torture import Options, Row
 from bench.torture.child import content
 from bench.torture.oslayer import FAULT_KINDS, FaultKind, FaultLayer, fault_applies
 from handoff_files import Handoff, HandoffError, HandoffStore, Restored, SaveReceipt, load
-from handoff_files.atomic import stray_temps
-from handoff_files.mirror import read_mirror
+from handoff_files.foundation.atomic import stray_temps
+from handoff_files.thread.mirror import read_mirror
 
 __all__ = ["OPERATIONS", "Case", "Operation", "check_case", "plan", "run", "store_options"]
 

@@ -11,8 +11,8 @@ from typing import Final
 from bench.torture import Row
 from bench.torture.child import Ack, content, open_store, size_of
 from handoff_files import Handoff, HandoffContent, HandoffError, NoHandoffError, Restored, load
-from handoff_files.atomic import stray_temps
-from handoff_files.journal import Journal
+from handoff_files.foundation.atomic import stray_temps
+from handoff_files.thread.journal import Journal
 
 __all__ = [
     "ALLOWED_PROBLEMS",

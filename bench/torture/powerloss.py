@@ -46,8 +46,8 @@ from bench.torture.child import content
 from bench.torture.faults import store_options
 from bench.torture.oslayer import DIR, REAL, Broken, Op, Recorder, parent
 from handoff_files import Handoff, HandoffError, HandoffStore, NoHandoffError, Restored, load
-from handoff_files.atomic import stray_temps
-from handoff_files.journal import ROTATE_BYTES, Journal
+from handoff_files.foundation.atomic import stray_temps
+from handoff_files.thread.journal import ROTATE_BYTES, Journal
 
 __all__ = [
     "BROKEN_WRITERS",

@@ -8,18 +8,23 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any, Final
 
 import pydantic
 
-from handoff_files.codec import MAX_FILE_BYTES
-from handoff_files.errors import HandoffParseError, HandoffTooLargeError, HandoffValidationError, NoHandoffError
-from handoff_files.loader import describe
-from handoff_files.locate import open_handoff
-from handoff_files.model import Context, HandoffContent, Message
-from handoff_files.results import Restored, SaveReceipt
-from handoff_files.store import HandoffStore
+from handoff_files.format.codec import MAX_FILE_BYTES
+from handoff_files.format.loader import describe
+from handoff_files.format.model import Context, HandoffContent, Message
+from handoff_files.foundation.errors import (
+    HandoffParseError,
+    HandoffTooLargeError,
+    HandoffValidationError,
+    NoHandoffError,
+)
+from handoff_files.inbox.status import HandoffStatus
+from handoff_files.thread.locate import open_handoff
+from handoff_files.thread.results import Restored, SaveReceipt
+from handoff_files.thread.store import HandoffStore
 
 if TYPE_CHECKING:
     from handoff_files.compat.sw4rm_client import HandoffClient
@@ -40,7 +45,7 @@ __all__ = [
 ]
 
 #: The key, in a message's ``metadata``, under which an imported message keeps what our
-#: :class:`~handoff_files.model.Message` cannot hold as a typed field (unknown keys, explicit
+#: :class:`~handoff_files.format.model.Message` cannot hold as a typed field (unknown keys, explicit
 #: nulls, timestamps that would not export back as the same string), so export gives it back.
 EXTRA_KEY: Final = "handoff_files.sw4rm_extra"
 
@@ -50,16 +55,6 @@ _OPTIONAL: Final = ("timestamp", "tool_call_id", "name", "metadata")  # Message 
 _SERIALIZE_FAILED: Final = "Failed to serialize HandoffContext"
 _DESERIALIZE_FAILED: Final = "Failed to deserialize HandoffContext"
 _DEFAULT_SOURCE: Final = "<SW4RM context>"
-
-
-class HandoffStatus(Enum):
-    """Where a handoff request stands; SW4RM's names and values (``EXPIRED``: timed out before acceptance)."""
-
-    PENDING = "PENDING"
-    ACCEPTED = "ACCEPTED"
-    REJECTED = "REJECTED"
-    COMPLETED = "COMPLETED"
-    EXPIRED = "EXPIRED"
 
 
 @dataclass
@@ -248,7 +243,7 @@ def import_context(
     :param data: bytes as SW4RM's ``serialize_context`` writes them.
     :param thread_dir: the thread directory.
     :param source: where the bytes came from, named in errors.
-    :param store_kwargs: passed to :class:`~handoff_files.store.HandoffStore`.
+    :param store_kwargs: passed to :class:`~handoff_files.thread.store.HandoffStore`.
     :returns: the save's receipt; its ``problems`` include any the restore met.
     :raises HandoffParseError: if *data* is not an SW4RM context.
     :raises HandoffValidationError: if the context does not fit the model.
@@ -285,7 +280,7 @@ def export_context(path: str | os.PathLike[str]) -> bytes:
     A handoff without a context block exports an empty context.
 
     :param path: a thread directory (restored) or a handoff file (loaded and verified).
-    :raises HandoffError: as :meth:`~handoff_files.store.HandoffStore.restore` does.
+    :raises HandoffError: as :meth:`~handoff_files.thread.store.HandoffStore.restore` does.
     """
     return serialize_context(from_model(open_handoff(path).handoff.context))
 

@@ -15,10 +15,10 @@ from typing import Annotated, Any, Final, Protocol
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-from handoff_files.blobs import BlobStore, LocalBlobStore, open_blobs, sha256_hex
-from handoff_files.codec import MAX_FILE_BYTES
 from handoff_files.compat.sw4rm import HandoffRequest, HandoffResponse, HandoffStatus
-from handoff_files.errors import (
+from handoff_files.format.codec import MAX_FILE_BYTES
+from handoff_files.format.loader import describe
+from handoff_files.foundation.errors import (
     BlobError,
     BlobIntegrityError,
     HandoffError,
@@ -27,8 +27,8 @@ from handoff_files.errors import (
     InvalidTransitionError,
     UnknownRequestError,
 )
-from handoff_files.inbox import HandoffInbox, InboxRequest, check_timeout, is_handoff_id
-from handoff_files.loader import describe
+from handoff_files.inbox.lifecycle import HandoffInbox, InboxRequest, check_timeout, is_handoff_id
+from handoff_files.transfer.blobs import BlobStore, LocalBlobStore, open_blobs, sha256_hex
 
 __all__ = ["BLOBS_DIR", "HANDOFF_ID_KEY", "INBOX_ENV", "SW4RM_KEY", "HandoffClient"]
 
@@ -59,13 +59,13 @@ class HandoffClient:
     returned request or response changes nothing else), and a request's ``timeout`` is enforced:
     once it has passed unaccepted, the request reads EXPIRED and can no longer be accepted.
 
-    **In an inbox** (``inbox=`` a directory or a :class:`~handoff_files.inbox.HandoffInbox`, or
+    **In an inbox** (``inbox=`` a directory or a :class:`~handoff_files.inbox.lifecycle.HandoffInbox`, or
     the ``HANDOFF_INBOX`` environment variable): every operation is a
-    :class:`~handoff_files.inbox.HandoffInbox` call, so requests survive restarts and are shared
+    :class:`~handoff_files.inbox.lifecycle.HandoffInbox` call, so requests survive restarts and are shared
     by every process using that directory; ids are 32 hex digits; expiry follows the inbox's
     clock. What SW4RM would take but a request file cannot hold (agent ids that are not names,
     metadata that is not JSON, a reason over 2,000 characters, a rejection without a reason)
-    raises :class:`~handoff_files.errors.HandoffValidationError`.
+    raises :class:`~handoff_files.foundation.errors.HandoffValidationError`.
     A request's ``context_snapshot`` travels by reference: its bytes are put in a blob store
     (``blobs=``, default ``<inbox>/blobs``) and the request file names the blob and its sha256,
     under the metadata key :data:`SW4RM_KEY` (with ``preserve_history``); a reader gets the bytes
@@ -77,11 +77,11 @@ class HandoffClient:
     ``metadata["descriptor"]``); responses' ``metadata`` holds the ISO 8601 times ``created_at``,
     ``accepted_at``, ``rejected_at``, ``completed_at`` as they happen (and ``expires_at`` for a
     request with a timeout); and the lifecycle's errors are ``ValueError`` subclasses, as SW4RM's:
-    :class:`~handoff_files.errors.UnknownRequestError` ("Handoff … not found") and
-    :class:`~handoff_files.errors.InvalidTransitionError` ("… not in PENDING status …").
+    :class:`~handoff_files.foundation.errors.UnknownRequestError` ("Handoff … not found") and
+    :class:`~handoff_files.foundation.errors.InvalidTransitionError` ("… not in PENDING status …").
 
     :param channel: kept, as SW4RM keeps it; SW4RM has no service behind it yet, and neither do we.
-    :param inbox: the inbox: a :class:`~handoff_files.inbox.HandoffInbox` or its directory
+    :param inbox: the inbox: a :class:`~handoff_files.inbox.lifecycle.HandoffInbox` or its directory
         (default: ``$HANDOFF_INBOX``; unset or empty: in memory).
     :param blobs: inbox mode only: where context snapshots go: a blob store, a folder or an fsspec URL.
     """

@@ -1,0 +1,1 @@
+"""The `handoff` command: a thin shell over the library (parse, one call, render)."""

@@ -1,0 +1,305 @@
+"""The codec: strict parsing of handoff bytes (JSON or YAML, told apart by content) and rendering back."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import orjson
+
+from handoff_files.format.model import MAX_DEPTH, MAX_UINT, MIN_INT
+from handoff_files.foundation.errors import HandoffParseError, HandoffTooLargeError
+
+__all__ = ["MAX_FILE_BYTES", "Format", "detect_format", "parse", "parse_json", "render"]
+
+Format = Literal["json", "yaml"]
+
+#: Largest file the loader reads. A handoff is a working summary; 16 MiB is far past any real one.
+MAX_FILE_BYTES: Final = 16 * 1024 * 1024
+#: Anchors a YAML file may reuse: enough for a person's shorthand, too few for a "billion laughs".
+MAX_YAML_ALIASES: Final = 64
+
+_RENDERED: Final = "<rendered>"  # the "path" named when our own rendering fails its check
+
+# far below the depth at which libyaml-based parsing overflowed the stack here (~20,000)
+_C_PARSER_SAFE_DEPTH: Final = 4_096
+
+_FIRST_CHAR: Final = re.compile(rb"[ \t\r\n]*(.)", re.DOTALL)
+# in orjson's 2-space rendering every newline is structural and indentation is 2 x depth
+_TOO_DEEP_LINE: Final = b"\n" + b" " * (2 * (MAX_DEPTH + 1))
+
+YAML_HEADER: Final = (
+    "# handoff-files handoff. Edit freely: an edit breaks the seal on purpose, and\n"
+    "# `handoff seal PATH` makes the edited file the next sealed generation.\n"
+)
+
+
+def detect_format(data: bytes) -> Format:
+    """Tell JSON from YAML by content: a document whose first non-blank byte is ``{`` is JSON."""
+    match = _FIRST_CHAR.match(data)
+    return "json" if match is not None and match.group(1) == b"{" else "yaml"
+
+
+def parse(data: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse *data* strictly into a JSON-mode mapping.
+
+    JSON: duplicate keys, NaN/Infinity, integers beyond 64 bits and nesting past
+    :data:`~handoff_files.format.model.MAX_DEPTH` are refused. YAML: safe loading only (no tags that
+    build objects), duplicate keys refused, aliases limited; its timestamps become ISO strings.
+
+    :param data: the file's bytes.
+    :param path: named in errors.
+    :returns: the top-level mapping.
+    :raises HandoffParseError: for any of the above, or invalid UTF-8, or a top level that is not a mapping.
+    :raises HandoffTooLargeError: past :data:`MAX_FILE_BYTES`.
+    """
+    _check_bytes(data, path, MAX_FILE_BYTES)
+    document = _parse_json(data, path) if detect_format(data) == "json" else _parse_yaml(data, path)
+    if not isinstance(document, dict):
+        msg = f"expected a mapping at the top level, found {_kind(document)}"
+        raise HandoffParseError(path, msg)
+    return document
+
+
+def parse_json(data: bytes, path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES) -> Any:
+    """Parse JSON bytes strictly: the one reader for every JSON byte that enters from outside.
+
+    Handoff files, ``state.json``, journal lines, descriptors, inbox records and SW4RM context
+    bytes all come through here, so the same rules hold at every entry point: duplicate keys,
+    NaN/Infinity, integers beyond 64 bits, nesting past :data:`~handoff_files.format.model.MAX_DEPTH`,
+    invalid UTF-8, a byte-order mark and more than *limit* bytes are refused.
+
+    :param data: the bytes (one file, one journal line …).
+    :param path: named in errors.
+    :param limit: the most bytes accepted.
+    :returns: the parsed value (any JSON type; callers check the shape they expect).
+    :raises HandoffParseError: for any of the above.
+    :raises HandoffTooLargeError: past *limit*.
+    """
+    _check_bytes(data, path, limit)
+    return _parse_json(data, path)
+
+
+def _check_bytes(data: bytes, path: str | os.PathLike[str], limit: int) -> None:
+    if len(data) > limit:
+        msg = f"file is {len(data):,} bytes, over the {limit:,}-byte limit"
+        raise HandoffTooLargeError(path, msg)
+    if data.startswith(b"\xef\xbb\xbf"):
+        msg = "file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM"
+        raise HandoffParseError(path, msg)
+
+
+def _parse_json(data: bytes, path: str | os.PathLike[str]) -> Any:
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        # orjson's messages are terse; the strict stdlib parse explains NaN, duplicates and bad bytes better
+        _parse_json_strict(data, path)
+        msg = f"invalid JSON: {exc}"
+        raise HandoffParseError(path, msg) from exc
+    try:
+        rendered = orjson.dumps(document, option=orjson.OPT_INDENT_2)
+        # byte-identical to its own rendering, indented (our files) or compact (our journal lines):
+        # no duplicate keys were dropped and no big integer was rounded to a float
+        ours = data in (rendered, rendered + b"\n") or data.rstrip(b"\n") == orjson.dumps(document)
+    except orjson.JSONEncodeError:
+        # orjson writes less depth than it reads (254 vs 1024 levels): the strict road says why
+        return _parse_json_strict(data, path)
+    if ours:
+        # only the depth is left to check: in the indented rendering, indentation is 2 x depth
+        if _TOO_DEEP_LINE in rendered:
+            msg = f"nested deeper than {MAX_DEPTH} levels"
+            raise HandoffParseError(path, msg)
+        return document
+    # written by someone else (or edited): take the slow, fully checked road
+    return _parse_json_strict(data, path)
+
+
+def _reject_constant(name: str) -> Any:
+    msg = f"{name} is not valid JSON (NaN and Infinity are refused)"
+    raise ValueError(msg)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            msg = f"duplicate key {key!r}"
+            raise ValueError(msg)
+        result[key] = value
+    return result
+
+
+def _parse_json_strict(data: bytes, path: str | os.PathLike[str]) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"invalid UTF-8 at byte {exc.start}"
+        raise HandoffParseError(path, msg) from exc
+    try:
+        document = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        msg = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise HandoffParseError(path, msg) from exc
+    except ValueError as exc:
+        msg = f"invalid JSON: {exc}"
+        raise HandoffParseError(path, msg) from exc
+    except RecursionError as exc:
+        msg = f"nested deeper than {MAX_DEPTH} levels"
+        raise HandoffParseError(path, msg) from exc
+    _check_tree(document, path, yaml=False)
+    return document
+
+
+def _parse_yaml(data: bytes, path: str | os.PathLike[str]) -> Any:
+    # imported here: a JSON thread's restart never pays for ruamel.yaml
+    from ruamel.yaml import YAML  # noqa: PLC0415
+    from ruamel.yaml.error import YAMLError  # noqa: PLC0415
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"invalid UTF-8 at byte {exc.start}"
+        raise HandoffParseError(path, msg) from exc
+    try:
+        document = YAML(typ="safe", pure=_maybe_deep(data)).load(text)
+    except YAMLError as exc:
+        msg = f"invalid YAML: {' '.join(str(exc).split())}"
+        raise HandoffParseError(path, msg) from exc
+    except RecursionError as exc:
+        msg = f"nested deeper than {MAX_DEPTH} levels"
+        raise HandoffParseError(path, msg) from exc
+    except Exception as exc:
+        # ruamel's constructors raise bare ValueError, KeyError, AssertionError … on values such
+        # as `2024-02-30` or `!!bool maybe`: whatever they raise, it is this file's parse error
+        msg = f"invalid YAML value: {type(exc).__name__}: {exc}"
+        raise HandoffParseError(path, msg) from exc
+    return _check_tree(document, path, yaml=True)
+
+
+def _maybe_deep(data: bytes) -> bool:
+    """Whether YAML bytes could nest deeply enough to overflow the C parser's stack.
+
+    The C parser recurses without a limit and crashed the process past ~20,000 levels here; the
+    pure-Python parser stops at the recursion limit with an error we report. Flow nesting needs an
+    opening bracket per level and block nesting an indent or dash per level, so a file with few
+    brackets and short lines cannot be deep.
+    """
+    return (
+        data.count(b"[") + data.count(b"{") > _C_PARSER_SAFE_DEPTH
+        or max(map(len, data.split(b"\n")), default=0) > _C_PARSER_SAFE_DEPTH
+    )
+
+
+def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> Any:
+    """Walk a parsed tree: bound depth, aliases and integers; turn YAML timestamps into strings."""
+    seen: set[int] = set()
+    aliases = 0
+    # what the tree would weigh written out: an alias to a long string counts every time it is
+    # used, so a small YAML file cannot expand into gigabytes when it is encoded and hashed
+    budget = MAX_FILE_BYTES
+
+    def walk(value: Any, depth: int, where: str) -> Any:  # noqa: PLR0911, PLR0912 -- one branch per JSON type reads best
+        nonlocal aliases, budget
+        budget -= len(value) + 1 if isinstance(value, str) else 1
+        if budget < 0:
+            msg = f"the document expands past {MAX_FILE_BYTES:,} bytes (YAML aliases?); write the values out"
+            raise HandoffParseError(path, msg)
+        if depth > MAX_DEPTH:
+            msg = f"nested deeper than {MAX_DEPTH} levels at {where}"
+            raise HandoffParseError(path, msg)
+        if isinstance(value, dict | list):
+            if id(value) in seen:
+                aliases += 1
+                if aliases > MAX_YAML_ALIASES:
+                    msg = f"more than {MAX_YAML_ALIASES} YAML aliases; write the values out"
+                    raise HandoffParseError(path, msg)
+            seen.add(id(value))
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    msg = f"mapping key {key!r} at {where} is {_kind(key)}; keys must be strings (quote it)"
+                    raise HandoffParseError(path, msg)
+                _check_text(key, path, where)
+                out[key] = walk(item, depth + 1, f"{where}.{key}")
+            return out
+        if isinstance(value, list):
+            return [walk(item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value)]
+        if isinstance(value, str):
+            return _check_text(value, path, where)
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            if not MIN_INT <= value <= MAX_UINT:
+                msg = f"integer at {where} does not fit in 64 bits"
+                raise HandoffParseError(path, msg)
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                msg = f"{value} at {where} is not a finite number (NaN and Infinity are refused)"
+                raise HandoffParseError(path, msg)
+            return value
+        if yaml and isinstance(value, dt.datetime | dt.date):
+            # an unquoted YAML timestamp: keep it as the ISO text a JSON file would hold
+            return value.isoformat().replace("+00:00", "Z")
+        msg = f"value at {where} is {_kind(value)}, which has no JSON form"
+        raise HandoffParseError(path, msg)
+
+    return walk(document, 0, "$")
+
+
+def _check_text(text: str, path: str | os.PathLike[str], where: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # a lone surrogate (JSON's "\\ud800", YAML's "\\uD800"): not text, and not encodable
+        msg = f"string at {where} holds a lone surrogate (U+{ord(text[exc.start]):04X}), which is not valid Unicode"
+        raise HandoffParseError(path, msg) from exc
+    return text
+
+
+def _kind(value: object) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "null"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
+
+
+def render(document: Mapping[str, Any], fmt: Format) -> bytes:
+    """Render a JSON-mode mapping as the bytes of a handoff file.
+
+    JSON is orjson's 2-space indentation in the mapping's own order plus a final newline (the
+    loader's fast path recognises exactly this); YAML is block style with a header comment.
+    """
+    if fmt == "json":
+        return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    plain = dict(document)
+    # YAML folds some characters (NEL, LS, PS, a lone CR) into line breaks when it reads them
+    # back; render, re-read, and fall back to ASCII escapes when the text did not survive
+    for allow_unicode in (True, False):
+        data = _render_yaml(plain, allow_unicode=allow_unicode)
+        if _parse_yaml(data, _RENDERED) == plain:
+            return data
+    msg = "content cannot be represented faithfully in YAML; save it as JSON"
+    raise HandoffParseError(_RENDERED, msg)
+
+
+def _render_yaml(document: dict[str, Any], *, allow_unicode: bool) -> bytes:
+    from ruamel.yaml import YAML  # noqa: PLC0415 -- see _parse_yaml
+
+    yaml = YAML(typ="safe", pure=False)
+    yaml.default_flow_style = False
+    # keep the writer's key order (envelope first): ruamel sorts by default; the attribute is untyped
+    setattr(yaml, "sort_base_mapping_type_on_output", False)  # noqa: B010
+    yaml.allow_unicode = allow_unicode
+    yaml.width = 100
+    buffer = io.StringIO()
+    buffer.write(YAML_HEADER)
+    yaml.dump(document, buffer)
+    return buffer.getvalue().encode("utf-8")

@@ -1,0 +1,1 @@
+"""Foundation: errors, durable atomic I/O, the writers' lock and names; imports nothing else of the package."""

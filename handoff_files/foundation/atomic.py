@@ -1,0 +1,251 @@
+"""Atomic, durable file I/O: temp file in the target's directory, fsync, rename, directory fsync."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+from typing import Final
+
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffTooLargeError, HandoffWriteError
+
+__all__ = [
+    "TEMP_SUFFIX",
+    "fsync_dir",
+    "fsync_file",
+    "is_real_dir",
+    "lexists",
+    "read_bytes",
+    "remove_stray_temps",
+    "stray_temps",
+    "write_all",
+    "write_durable",
+    "write_durable_together",
+]
+
+#: Our temp files: ``.<target name>.<random>.tmp`` beside the target.
+TEMP_SUFFIX: Final = ".tmp"
+# only names write_durable makes: the primary, a history generation, a kept legacy file
+_TEMP_NAME: Final = re.compile(
+    r"^\.(?:handoff\.(?:json|yaml)|state\.json|transferred\.json|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$"
+)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory, making the renames, links and unlinks in it durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    """fsync a file already written (a journal-first save's copies, at a checkpoint); no-op if it is gone."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of *data* to *fd*."""
+    view = memoryview(data)
+    while view:
+        # os.write may write less than asked (a signal, a nearly full disk): loop until all is down
+        written = os.write(fd, view)
+        if written <= 0:
+            msg = "write returned 0 bytes"
+            raise OSError(msg)
+        view = view[written:]
+
+
+def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Write *data* to *path* atomically and durably; return only when it is on disk.
+
+    Temp file in the same directory (mode 0600) → write every byte → fsync → ``os.replace``
+    → fsync the directory. Readers see the old file or the new one, never a mix. On failure
+    the temp file is removed and the target is untouched (or, if only the final directory
+    fsync failed, replaced but not known to be durable: the error says so).
+
+    :param sync: False skips both fsyncs: still atomic for readers, but a crash may lose the
+        file or leave it empty. Only for copies whose content is already durable elsewhere
+        (a journal-first save's files).
+    :raises HandoffWriteError: on any OS error, naming the path and the errno.
+    """
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    except OSError as exc:
+        msg = f"cannot create a temp file beside it: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+    replaced = False
+    try:
+        try:
+            write_all(fd, data)
+            # fsync the data before the rename: otherwise a crash can leave the new name on empty blocks
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        replaced = True
+        # fsync the directory: the rename is not durable until its entry is
+        if sync:
+            fsync_dir(path.parent)
+    except OSError as exc:
+        if not replaced:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            msg = f"write failed, the previous file is unchanged: {exc.strerror or exc}"
+        else:
+            msg = f"replaced, but the directory fsync failed, so it may not survive a crash: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+    except BaseException:
+        if not replaced:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+
+
+def write_durable_together(files: list[tuple[Path, bytes]], *, sync: bool = True) -> None:
+    """Write several files of one directory atomically and durably, with a single directory fsync.
+
+    Each file is written to its own temp file and fsynced; then all are renamed in the order
+    given, and the directory is fsynced once. Each file, read alone, is old or new, never a mix.
+    *sync* as :func:`write_durable`'s.
+
+    :raises HandoffWriteError: on any OS error; temp files not yet renamed are removed.
+    """
+    directory = files[0][0].parent
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
+            temps.append((tmp, path))
+            try:
+                write_all(fd, data)
+                if sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        while temps:
+            tmp, path = temps[0]
+            os.replace(tmp, path)
+            temps.pop(0)
+        if sync:
+            fsync_dir(directory)
+    except OSError as exc:
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        where = temps[0][1] if temps else directory
+        msg = f"write failed: {exc.strerror or exc}"
+        raise HandoffWriteError(where, msg) from exc
+
+
+def stray_temps(directory: Path) -> list[Path]:
+    """List temp files a crashed writer left in *directory* (ours only, by name pattern)."""
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        msg = f"cannot list the directory: {exc.strerror or exc}"
+        raise HandoffError(directory, msg) from exc
+    return [directory / name for name in names if _TEMP_NAME.match(name)]
+
+
+def remove_stray_temps(directory: Path) -> list[Path]:
+    """Remove the temp files :func:`stray_temps` finds; call only while holding the writers' lock."""
+    removed = stray_temps(directory)
+    for temp in removed:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+    return removed
+
+
+def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple[bytes, os.stat_result]:
+    """Read a whole regular file of at most *limit* bytes, with the ``stat`` of what was read.
+
+    :raises HandoffNotFoundError: if it does not exist.
+    :raises HandoffTooLargeError: past *limit* (checked before reading).
+    :raises HandoffError: if it is not a regular file, or on another OS error.
+    """
+    # O_NONBLOCK: a FIFO in the file's place must not hang the reader before the regular-file check
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as exc:
+        msg = "no such file"
+        raise HandoffNotFoundError(path, msg) from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            msg = "is a symbolic link; a thread's files are never followed out of it"
+            raise HandoffError(path, msg) from exc
+        msg = f"cannot open: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    try:
+        st = os.fstat(fd)
+        if not _is_regular(st):
+            msg = "not a regular file"
+            raise HandoffError(path, msg)
+        if st.st_size > limit:
+            msg = f"file is {st.st_size:,} bytes, over the {limit:,}-byte limit for a handoff"
+            raise HandoffTooLargeError(path, msg)
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, max(st.st_size + 1 - total, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                msg = f"file grew past the {limit:,}-byte limit while being read"
+                raise HandoffTooLargeError(path, msg)
+        data = b"".join(chunks)
+    except OSError as exc:
+        msg = f"cannot read: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    finally:
+        # a failed close of a file only read loses nothing, and must not hide the read's own error
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return data, st
+
+
+def _stat_or_none(path: Path, *, follow_symlinks: bool) -> os.stat_result | None:
+    """``stat`` of *path*, None if it does not exist; any other error is a HandoffError naming it.
+
+    ``Path.exists()`` and ``Path.is_dir()`` let EIO and EACCES escape as bare ``OSError``.
+    """
+    try:
+        return path.stat(follow_symlinks=follow_symlinks)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        msg = f"cannot look at it: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+
+
+def lexists(path: Path) -> bool:
+    """Whether *path* exists (a dangling symlink counts); an error other than "no such file" is a HandoffError."""
+    return _stat_or_none(path, follow_symlinks=False) is not None
+
+
+def is_real_dir(path: Path, *, follow_symlinks: bool = False) -> bool:
+    """Whether *path* is a directory (by default not a symlink to one); other errors as :func:`lexists`."""
+    st = _stat_or_none(path, follow_symlinks=follow_symlinks)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def _is_regular(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode)

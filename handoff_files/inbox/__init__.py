@@ -1,0 +1,1 @@
+"""Requests between agents: the request model and its statuses, the inbox lifecycle, the capability gate and serving."""

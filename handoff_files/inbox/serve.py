@@ -1,0 +1,350 @@
+"""The receiving side of the handoff inbox (serve: decide, verify, claim, adopt, complete); the requester's fallback."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, NotRequired, TypedDict
+
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffValidationError,
+    InvalidTransitionError,
+    TransferRefusedError,
+)
+from handoff_files.foundation.names import check_id
+from handoff_files.inbox.lifecycle import (
+    MAX_REASON,
+    SETTLED,
+    HandoffInbox,
+    InboxRequest,
+    check_timeout,
+    is_handoff_id,
+    urgency,
+)
+from handoff_files.inbox.status import HandoffStatus
+from handoff_files.thread.results import SaveReceipt
+from handoff_files.thread.store import HandoffStore
+from handoff_files.transfer.blobs import BlobStore
+from handoff_files.transfer.checkpoint import AdoptResult, adopt_checkpoint, verify_checkpoint
+from handoff_files.transfer.descriptor import Descriptor
+
+__all__ = [
+    "DEFAULT_SERVE_RESCAN",
+    "OnReceived",
+    "OnRequest",
+    "ServeOptions",
+    "request_handoff_with_fallback",
+    "serve",
+    "thread_id_for",
+]
+
+#: Seconds between rescans of the inbox while serving, when no file event comes.
+DEFAULT_SERVE_RESCAN: Final = 2.0
+_STOP_POLL: Final = 0.1  # how often a waiting serve() looks at its stop event
+
+logger = logging.getLogger(__name__)
+
+#: ``on_handoff_request(request)``: True accepts; a string (or False) rejects with that reason.
+OnRequest = Callable[[InboxRequest], bool | str]
+#: ``on_handoff_received(request, result)``: the ACCEPTED request and its adoption (None: no descriptor).
+OnReceived = Callable[[InboxRequest, AdoptResult | None], None]
+
+
+class ServeOptions(TypedDict):
+    """The keywords of :meth:`~handoff_files.inbox.lifecycle.HandoffInbox.serve`, which are :func:`serve`'s."""
+
+    on_handoff_request: OnRequest
+    on_handoff_received: OnReceived
+    blobs: BlobStore
+    threads_dir: str | os.PathLike[str]
+    stop: NotRequired[threading.Event | None]
+    rescan: NotRequired[float]
+    max_requests: NotRequired[int | None]
+
+
+def thread_id_for(request: InboxRequest | str) -> str:
+    """The id of the thread a request's checkpoint is adopted into: ``handoff-<handoff_id>`` (one per request)."""
+    handoff_id = request if isinstance(request, str) else request.handoff_id
+    return f"handoff-{handoff_id}"
+
+
+def serve(
+    inbox: HandoffInbox,
+    agent_id: str,
+    *,
+    on_handoff_request: OnRequest,
+    on_handoff_received: OnReceived,
+    blobs: BlobStore,
+    threads_dir: str | os.PathLike[str],
+    stop: threading.Event | None = None,
+    rescan: float = DEFAULT_SERVE_RESCAN,
+    max_requests: int | None = None,
+) -> list[InboxRequest]:
+    """Serve *agent_id*'s requests in *inbox* in this process until *stop* is set (or *max_requests* are settled).
+
+    Watches ``requests/`` (watchdog; a rescan every *rescan* seconds is the net for dropped
+    events) and takes the requests addressed to *agent_id* most urgent first. For each:
+
+    1. ``on_handoff_request(request)`` decides: True accepts; a string (or False) rejects with
+       that reason. A hook that raises rejects with the exception's text.
+    2. On acceptance the checkpoint is verified without writing anything
+       (:func:`~handoff_files.transfer.checkpoint.verify_checkpoint`: blob fetched, sha256 and seal checked;
+       and the target thread free, the descriptor addressed to *agent_id* or to anyone); a
+       failure rejects with the reason.
+    3. ``accept_handoff`` claims the request. If another server won it, it is skipped quietly.
+    4. The checkpoint is adopted into ``threads_dir/handoff-<handoff_id>`` (:func:`thread_id_for`).
+    5. ``on_handoff_received(request, result)`` gets the ACCEPTED request and the
+       :class:`AdoptResult` (None for a request without a descriptor).
+    6. ``complete_handoff`` marks it COMPLETED.
+
+    A crash before 3 leaves the request PENDING: a restarted serve() asks the hook again.
+    A crash after 3 leaves it ACCEPTED: a restarted serve() resumes the ACCEPTED requests
+    addressed to it first, adopting the checkpoint if its thread holds nothing yet (or
+    taking the thread a crashed adoption committed), then repeats 5 and 6, so
+    ``on_handoff_received`` runs at least once, possibly twice, for a request. If adoption
+    or ``on_handoff_received`` fails, the error is logged and the request stays ACCEPTED
+    until a later serve() resumes it.
+
+    :param blobs: where descriptors' checkpoints are fetched from.
+    :param threads_dir: the folder adopted threads are written into.
+    :param stop: set it (from another thread, or a hook) to return after the current request.
+    :returns: the requests this call settled (REJECTED or COMPLETED), in order.
+    :raises HandoffValidationError: for a bad *agent_id*, *rescan* or *max_requests*.
+    :raises HandoffError: if the inbox cannot be created, listed or watched.
+    """
+    from handoff_files.watch.watcher import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
+
+    check_id(agent_id, "agent_id", inbox.path)
+    if max_requests is not None and (type(max_requests) is not int or max_requests < 1):
+        msg = f"max_requests must be None or a positive integer, not {max_requests!r}"
+        raise HandoffValidationError(inbox.path, msg)
+    server = _Server(
+        inbox,
+        agent_id,
+        on_request=on_handoff_request,
+        on_received=on_handoff_received,
+        blobs=blobs,
+        threads=Path(threads_dir).absolute(),
+    )
+    stop = stop if stop is not None else threading.Event()
+    wake = threading.Event()
+    inbox.ensure()
+    with watch_directory(inbox.requests_dir, wake.set, rescan=rescan, wanted=_is_request_file):
+        # the watch exists before the first scan: a request written in between is both scanned and hinted
+        while not stop.is_set():
+            wake.clear()
+            while not stop.is_set() and (max_requests is None or len(server.settled) < max_requests):
+                request = server.next_request()
+                if request is None:
+                    break
+                server.handle(request)
+            if max_requests is not None and len(server.settled) >= max_requests:
+                break
+            while not wake.wait(_STOP_POLL) and not stop.is_set():
+                pass
+    return server.settled
+
+
+def _is_request_file(name: str) -> bool:
+    # `<handoff_id>.json`: not the temp files writers rename into place
+    return name.endswith(".json") and is_handoff_id(name.removesuffix(".json"))
+
+
+class _Server:
+    """One serve() call's state: the hooks, and the requests it has tried (each at most once per call)."""
+
+    def __init__(
+        self,
+        inbox: HandoffInbox,
+        agent_id: str,
+        *,
+        on_request: OnRequest,
+        on_received: OnReceived,
+        blobs: BlobStore,
+        threads: Path,
+    ) -> None:
+        self.inbox = inbox
+        self.agent_id = agent_id
+        self.on_request = on_request
+        self.on_received = on_received
+        self.blobs = blobs
+        self.threads = threads
+        self.tried: set[str] = set()
+        self.settled: list[InboxRequest] = []
+
+    def next_request(self) -> InboxRequest | None:
+        """ACCEPTED requests left by a crashed serve() first, then the most urgent PENDING one."""
+        mine = [
+            record
+            for record in self.inbox.list_handoffs(to_agent=self.agent_id)
+            if record.handoff_id not in self.tried and record.status in (HandoffStatus.ACCEPTED, HandoffStatus.PENDING)
+        ]
+        if not mine:
+            return None
+        return min(mine, key=lambda r: (r.status is not HandoffStatus.ACCEPTED, *urgency(r)))
+
+    def handle(self, request: InboxRequest) -> None:
+        self.tried.add(request.handoff_id)
+        target = self.threads / thread_id_for(request)
+        try:
+            if request.status is HandoffStatus.PENDING:
+                claimed = self._decide(request, target)
+                if claimed is None:
+                    return
+                request = claimed
+            result = self._adopt(request, target)
+            try:
+                self.on_received(request, result)
+            except Exception:
+                logger.exception("serving %s: on_handoff_received raised for %s", self.agent_id, request.handoff_id)
+                return
+            self.settled.append(self.inbox.complete_handoff(request.handoff_id))
+        except HandoffError as exc:
+            # left as it is (ACCEPTED, most often): a later serve() resumes it
+            status = request.status.value
+            logger.error("serving %s: handoff %s left %s: %s", self.agent_id, request.handoff_id, status, exc)  # noqa: TRY400 -- the error says it all; a traceback adds nothing
+
+    def _decide(self, request: InboxRequest, target: Path) -> InboxRequest | None:
+        """Ask the hook, verify, and claim: the ACCEPTED request, or None if rejected or lost."""
+        refusal = self._ask(request)
+        if refusal is None:
+            try:
+                self._verify(request, target)
+            except HandoffError as exc:
+                refusal = f"the checkpoint did not verify: {exc}"
+        try:
+            if refusal is not None:
+                self.settled.append(self.inbox.reject_handoff(request.handoff_id, refusal[:MAX_REASON]))
+                return None
+            return self.inbox.accept_handoff(request.handoff_id)
+        except InvalidTransitionError as exc:
+            # another server settled it first, or it expired meanwhile: not ours any more
+            logger.info("serving %s: %s", self.agent_id, exc)
+            return None
+
+    def _ask(self, request: InboxRequest) -> str | None:
+        """The hook's answer: None to accept, else the reason to reject with."""
+        try:
+            answer = self.on_request(request)
+        except Exception as exc:
+            return f"{self.agent_id}'s on_handoff_request raised {type(exc).__name__}: {exc}"
+        if answer is True:
+            return None
+        if isinstance(answer, str) and answer.strip():
+            return answer
+        if answer is False or isinstance(answer, str):
+            return f"declined by {self.agent_id}"
+        return f"{self.agent_id}'s on_handoff_request returned {type(answer).__name__}, not True or a reason"
+
+    def _verify(self, request: InboxRequest, target: Path) -> None:
+        """Check, writing nothing, what adoption would refuse: a request that cannot be taken is rejected unclaimed."""
+        descriptor = request.descriptor
+        if descriptor is None:
+            return
+        if descriptor.to_agent not in (None, self.agent_id):
+            msg = f"the descriptor is addressed to {descriptor.to_agent}, not {self.agent_id}"
+            raise TransferRefusedError(target, msg)
+        held = HandoffStore(target).holdings()
+        if held:
+            msg = f"the target thread already holds {', '.join(held)}; nothing is adopted over it"
+            raise TransferRefusedError(target, msg)
+        verify_checkpoint(descriptor, blobs=self.blobs)
+
+    def _adopt(self, request: InboxRequest, target: Path) -> AdoptResult | None:
+        descriptor = request.descriptor
+        if descriptor is None:
+            return None
+        store = HandoffStore(target, agent_id=self.agent_id)
+        if not store.holdings():
+            return adopt_checkpoint(descriptor, target, blobs=self.blobs, agent_id=self.agent_id)
+        # resumed: a crashed serve() got as far as committing the adoption (the thread is named
+        # after this request, and _verify refused a target already in use, so it is ours)
+        restored = store.restore()
+        lineage = restored.handoff.lineage.adopted_from
+        if restored.generation == 1 and (lineage is None or lineage.blob_sha256 != descriptor.blob_sha256):
+            msg = f"holds a thread not adopted from handoff {request.handoff_id}'s checkpoint; move it aside"
+            raise TransferRefusedError(target, msg)
+        handoff = restored.handoff
+        receipt = SaveReceipt(restored.generation, str(handoff.seal), restored.path, handoff.created_at)
+        return AdoptResult(
+            descriptor.source, handoff.thread_id, descriptor.checkpoint_id, descriptor.blob_id, True, receipt
+        )
+
+
+# -- the requesting side: fallback -----------------------------------------------------------
+
+
+def request_handoff_with_fallback(
+    inbox: HandoffInbox,
+    preferred_agents: Iterable[str],
+    *,
+    from_agent: str,
+    reason: str,
+    descriptor: Descriptor | Mapping[str, Any] | str | bytes | None = None,
+    wait: float = 30.0,
+    poll: float = 0.05,
+    **kwargs: Any,
+) -> InboxRequest:
+    """Ask each agent in turn; return the first request accepted, or a REJECTED record giving every agent's reason.
+
+    Each request expires after *wait* seconds (or the ``timeout`` given, if shorter), so an agent
+    that answers too late can no longer accept it: at most one agent ever takes the work. The
+    REJECTED record returned when nobody accepts is not stored; its ``rejection_reason`` reads
+    e.g. ``"beta: rejected: busy; gamma: expired after 2 s; delta: refused by the capability gate: …"``.
+
+    :param kwargs: passed to :meth:`HandoffInbox.request_handoff` (priority, capabilities_required, metadata, timeout).
+    :returns: the ACCEPTED (or already COMPLETED) request, or the REJECTED summary.
+    :raises HandoffValidationError: for no agents, or a bad *wait* or *poll*; as request_handoff does.
+    """
+    agents = [preferred_agents] if isinstance(preferred_agents, str) else list(preferred_agents)
+    if not agents or not wait > 0 or not poll > 0:
+        msg = f"need at least one agent, and wait and poll more than 0 s (got {agents!r}, {wait!r}, {poll!r})"
+        raise HandoffValidationError(inbox.path, msg)
+    timeout = check_timeout(kwargs.pop("timeout", None), inbox.path)
+    limit = wait if timeout is None else min(timeout, wait)
+    reasons: list[str] = []
+    for agent in agents:
+        record = inbox.request_handoff(from_agent, agent, reason, descriptor=descriptor, timeout=limit, **kwargs)
+        if record.status is HandoffStatus.PENDING:
+            record = _await_answer(inbox, record, limit, poll)
+        if record.status in SETTLED:
+            return record
+        if record.status is HandoffStatus.EXPIRED:
+            inbox.expire_overdue()  # let the file say so too
+            reasons.append(f"{agent}: expired after {limit:g} s")
+        elif record.status is HandoffStatus.PENDING:  # the inbox's clock has not reached expires_at
+            reasons.append(f"{agent}: no answer in {limit:g} s")
+        elif record.rejection_reason is not None and record.rejection_reason.startswith("refused by"):
+            reasons.append(f"{agent}: {record.rejection_reason}")
+        else:
+            reasons.append(f"{agent}: rejected: {record.rejection_reason}")
+    summary = "; ".join(reasons)
+    return record.model_copy(
+        update={
+            "handoff_id": uuid.uuid4().hex,
+            "to_agent": None,
+            "status": HandoffStatus.REJECTED,
+            "rejection_reason": summary if len(summary) <= MAX_REASON else summary[: MAX_REASON - 1] + "…",
+            "rejected_at": inbox.now(),
+            "accepted_at": None,
+            "completed_at": None,
+        }
+    )
+
+
+def _await_answer(inbox: HandoffInbox, record: InboxRequest, limit: float, poll: float) -> InboxRequest:
+    # the inbox's clock decides expiry; the monotonic bound only ends the wait if that clock stands still
+    deadline = time.monotonic() + limit + max(1.0, 10 * poll)
+    while True:
+        current = inbox.get_handoff(record.handoff_id)
+        if current is None:  # removed by hand
+            return record.model_copy(update={"status": HandoffStatus.REJECTED, "rejection_reason": "request removed"})
+        if current.status is not HandoffStatus.PENDING or time.monotonic() > deadline:
+            return current
+        time.sleep(min(poll, max(0.0, deadline - time.monotonic())))

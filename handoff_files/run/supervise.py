@@ -1,0 +1,502 @@
+"""Supervise: run an agent command, restart it when it dies, and check it took its context in."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType
+from typing import Any, Final, Literal
+
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, NoHandoffError
+from handoff_files.thread.journal import JOURNAL_NAME, Journal
+from handoff_files.thread.mirror import MIRROR_NAME
+from handoff_files.thread.results import Restored
+from handoff_files.thread.store import HISTORY_DIR, PRIMARY_STEM, HandoffStore
+
+__all__ = ["RunResult", "exit_status", "supervise"]
+
+#: How often the supervisor looks at the agent and the journal, in seconds.
+POLL_SECONDS: Final = 0.02
+#: Seconds between SIGTERM and SIGKILL when the supervisor stops an agent.
+DEFAULT_GRACE: Final = 5.0
+_FORWARDED: Final = (signal.SIGTERM, signal.SIGINT)
+
+Report = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a supervised run ended.
+
+    ``exit_code`` is what ``handoff run`` returns: 0 if the agent finished (exit 0), 1 otherwise.
+    ``acknowledged`` counts the starts the agent confirmed it took its context in;
+    ``last_generation`` is the thread's newest restorable generation when the run ended.
+    """
+
+    exit_code: int
+    restarts: int
+    acknowledged: int
+    last_generation: int
+    reason: str
+
+
+def _to_stderr(message: str) -> None:
+    print(f"handoff run: {message}", file=sys.stderr, flush=True)
+
+
+def supervise(
+    thread_dir: str | os.PathLike[str],
+    command: Sequence[str],
+    *,
+    max_restarts: int = 10,
+    backoff: float = 0.5,
+    max_backoff: float = 10.0,
+    ack_timeout: float = 10.0,
+    on_missing_ack: Literal["stop", "restart"] = "stop",
+    grace: float = DEFAULT_GRACE,
+    env: Mapping[str, str] | None = None,
+    report: Report = _to_stderr,
+) -> RunResult:
+    """Run *command* as an agent on *thread_dir*: restore, start, check the acknowledgement, restart.
+
+    Before each start the thread is restored (a thread with nothing yet is a fresh start,
+    generation 0) and the agent gets ``HANDOFF_DIR`` (absolute) and ``HANDOFF_GENERATION`` in its
+    environment. An agent started on a restored generation must acknowledge it
+    (:meth:`HandoffStore.acknowledge`, a journal "resumed" line) within *ack_timeout* seconds,
+    or it is reported as started without its context and stopped (or restarted). An agent that
+    dies is restarted with exponential backoff, at most *max_restarts* times; exit 0 ends the run.
+    SIGTERM and SIGINT are forwarded to the agent and end the run (only when called from the main
+    thread: elsewhere signals cannot be caught, and the run ends by itself). The agent runs in its
+    own process group with stdin from ``/dev/null``; the whole group is stopped on every way out,
+    so no process is left behind. Every start, restore and death is told to *report*. A thread
+    whose files exist but none verifies is not started at all: that would be an agent started
+    without its context.
+
+    :param thread_dir: the thread directory.
+    :param command: the agent's argv.
+    :param max_restarts: how many times the agent is restarted before the run gives up.
+    :param backoff: seconds before the first restart; doubled after each run that saved nothing.
+    :param max_backoff: the longest wait before a restart.
+    :param ack_timeout: seconds the agent has to acknowledge a restored generation.
+    :param on_missing_ack: ``"stop"`` ends the run when an acknowledgement is missing; ``"restart"``
+        restarts the agent (counted against *max_restarts*).
+    :param grace: seconds between SIGTERM and SIGKILL when the agent is stopped.
+    :param env: the agent's base environment (default: this process's).
+    :param report: called with each message in plain words (default: printed on stderr).
+    :returns: how the run ended; ``exit_code`` 0 only if the agent finished.
+    :raises HandoffValidationError: if an argument is out of range.
+    :raises InvalidNameError: if the directory's name is not a valid thread id.
+    :raises HandoffError: if the thread directory cannot be opened as a store.
+    """
+    store = HandoffStore(thread_dir)
+    problems = [
+        "command is empty: give the agent's program and its arguments" if not command else "",
+        f"max_restarts must be 0 or more, not {max_restarts}" if max_restarts < 0 else "",
+        f"backoff must be 0 or more seconds, not {backoff}" if backoff < 0 else "",
+        f"max_backoff must be at least backoff ({backoff}), not {max_backoff}" if max_backoff < backoff else "",
+        f"ack_timeout must be more than 0 seconds, not {ack_timeout}" if ack_timeout <= 0 else "",
+        f"grace must be 0 or more seconds, not {grace}" if grace < 0 else "",
+        f"on_missing_ack must be 'stop' or 'restart', not {on_missing_ack!r}"
+        if on_missing_ack not in ("stop", "restart")
+        else "",
+    ]
+    if any(problems):
+        msg = "; ".join(problem for problem in problems if problem)
+        raise HandoffValidationError(store.path, msg)
+    run = _Supervisor(
+        store,
+        list(command),
+        _Policy(max_restarts, backoff, max_backoff, ack_timeout, on_missing_ack, grace),
+        dict(os.environ if env is None else env),
+        report,
+    )
+    with run.forwarding_signals():
+        try:
+            return run.run()
+        finally:
+            run.stop_agent()  # whatever went wrong, the agent and its group never outlive the supervisor
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Policy:
+    max_restarts: int
+    backoff: float
+    max_backoff: float
+    ack_timeout: float
+    on_missing_ack: Literal["stop", "restart"]
+    grace: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Outcome:
+    """How one start ended: the agent exited (``status``), missed its acknowledgement, or a signal stopped us."""
+
+    kind: Literal["exited", "no-ack", "signal"]
+    status: int | None
+    seconds: float
+    acknowledged: bool
+
+
+class _Supervisor:
+    def __init__(
+        self, store: HandoffStore, command: list[str], policy: _Policy, env: dict[str, str], report: Report
+    ) -> None:
+        self.store = store
+        self.journal = Journal(store.path)
+        self.command = command
+        self.policy = policy
+        self.env = env
+        self.report = report
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.signals: list[int] = []  # received, in order; appended by the handler, read by the loop
+        self.forwarded = 0
+        self.restarts = 0
+        self.acknowledged = 0
+        self.generation = 0
+
+    # -- signals -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def forwarding_signals(self) -> Iterator[None]:
+        """Catch SIGTERM/SIGINT while the run lasts (only the main thread may install handlers)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous: dict[int, Any] = {sig: signal.signal(sig, self._on_signal) for sig in _FORWARDED}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # only note it: the loop (which polls every POLL_SECONDS) forwards it and stops
+        self.signals.append(signum)
+
+    def _forward_signals(self) -> None:
+        for signum in self.signals[self.forwarded :]:
+            self.forwarded += 1
+            if self.proc is not None and self.proc.poll() is None:
+                self._signal_group(self.proc, signum)
+
+    @staticmethod
+    def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
+        # the agent leads its own process group (process_group=0): signal the group, so what
+        # it started goes too; its pid cannot be reused while it is unreaped or its group lives
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        restored = self._restore()
+        if isinstance(restored, str):
+            return self._fail(restored)
+        self._tell_restore(restored)
+        failures = 0  # consecutive runs that saved nothing: the backoff doubles with each
+        while True:
+            why = self._start_and_watch(restored)
+            if isinstance(why, RunResult):
+                return why
+            if self.restarts >= self.policy.max_restarts:
+                self.report(f"{why}; not restarting it: it was restarted {_plural(self.restarts, 'time')} already")
+                return self._fail(f"gave up after {_plural(self.restarts, 'restart')}: {why}", told=True)
+            before = self.generation
+            restored = self._restore()
+            if isinstance(restored, str):
+                return self._fail(f"{why}; {restored}")
+            failures = 0 if self.generation > before else failures + 1
+            delay = min(self.policy.backoff * 2 ** max(failures - 1, 0), self.policy.max_backoff)
+            self.restarts += 1
+            self.report(
+                f"{why}; restarting in {delay:.2g} s from generation {self.generation} "
+                f"(restart {self.restarts} of {self.policy.max_restarts})"
+            )
+            self._tell_restore(restored)
+            if not self._sleep(delay):
+                return self._stopped_by_signal(None)
+
+    def _start_and_watch(self, restored: Restored | None) -> RunResult | str:
+        """Start the agent once and watch it: the run's result if this ends it, else why to restart."""
+        if self.signals:
+            return self._stopped_by_signal(None)
+        # the journal's newest "resumed" line before the start: the agent's must differ from it
+        ack = _AckWatch(self.journal, restored, self.report) if restored is not None else None
+        started = self._start(restored)
+        if isinstance(started, str):
+            return self._fail(started)
+        outcome = self._watch(started, ack)
+        self.acknowledged += outcome.acknowledged
+        why = self._why(outcome, restored)
+        if outcome.kind == "signal":
+            return self._stopped_by_signal(outcome)
+        if outcome.kind == "exited" and outcome.status == 0:
+            return self._finished(why, restored, outcome)
+        if outcome.kind == "no-ack":
+            self.stop_agent()
+            why = f"{why}; stopped it"
+            if self.policy.on_missing_ack == "stop":
+                return self._fail(why)
+        return why
+
+    def _finished(self, why: str, restored: Restored | None, outcome: _Outcome) -> RunResult:
+        """The agent exited 0: done, unless it never acknowledged the context it was given."""
+        if restored is not None and not outcome.acknowledged:
+            return self._fail(f"{why}: it may have done its work without its context")
+        result = self._result(0, "")
+        reason = f"the agent finished (exit 0) at generation {result.last_generation}, after " + _plural(
+            self.restarts, "restart"
+        )
+        self.report(reason)
+        return dataclasses.replace(result, reason=reason)
+
+    def _fail(self, reason: str, *, told: bool = False) -> RunResult:
+        if not told:
+            self.report(reason)
+        return self._result(1, reason)
+
+    def _result(self, exit_code: int, reason: str) -> RunResult:
+        with contextlib.suppress(HandoffError):
+            self.generation = self.store.restore().generation
+        return RunResult(exit_code, self.restarts, self.acknowledged, self.generation, reason)
+
+    def _stopped_by_signal(self, outcome: _Outcome | None) -> RunResult:
+        name = _signal_name(self.signals[0])
+        if outcome is None:  # it came between two starts
+            reason = f"stopped by {name} before the agent was (re)started"
+        else:
+            reason = f"stopped by {name} (passed on to the agent: {exit_status(outcome.status or 0)})"
+        self.report(reason)
+        return self._result(1, reason)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Wait *seconds*; False if a signal asked the run to stop meanwhile."""
+        deadline = time.monotonic() + seconds
+        while not self.signals:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(left, POLL_SECONDS))
+        return False
+
+    # -- restore -----------------------------------------------------------------------------
+
+    def _restore(self) -> Restored | str | None:
+        """The generation the next start resumes from (None: a fresh start), or why there is none."""
+        try:
+            restored = self.store.restore()
+        except NoHandoffError as exc:
+            if self._holds_anything():
+                # files are there but none verifies: starting the agent empty is what this exists to stop
+                return f"not starting the agent without its context: {exc.reason} (see `handoff doctor`)"
+            self.generation = 0
+            return None
+        except HandoffError as exc:
+            return f"cannot restore the thread, so not starting the agent: {exc}"
+        self.generation = restored.generation
+        return restored
+
+    def _holds_anything(self) -> bool:
+        """Whether the thread has any file a save writes (a fresh thread has none, or only empty folders)."""
+        names = (f"{PRIMARY_STEM}.json", f"{PRIMARY_STEM}.yaml", MIRROR_NAME, JOURNAL_NAME, self.journal.previous.name)
+        history = self.store.history_dir
+        try:
+            listed = os.listdir(history) if history.is_dir() else []  # a temp file (".name") is no save
+            return any((self.store.path / name).exists() for name in names) or any(
+                not name.startswith(".") for name in listed
+            )
+        except OSError:
+            return True  # cannot look: assume there is something to lose
+
+    def _tell_restore(self, restored: Restored | None) -> None:
+        if restored is None:
+            self.report(f"fresh start: {self.store.path} holds no handoff yet; the agent starts at generation 0")
+            return
+        where = {
+            "primary": f"the primary ({restored.path.name})",
+            "history": f"{HISTORY_DIR}/{restored.path.name} (not the primary)",
+            "journal": f"the journal ({restored.path.name}): its files were lost after the commit",
+            "rebuilt": f"{MIRROR_NAME} and the journal (rebuilt: the handoff files were lost)",
+            "file": str(restored.path),
+        }[restored.source]
+        edited = ", a person's unsealed edit" if restored.edited else ""
+        self.report(f"restored generation {restored.generation} from {where}{edited}")
+        for problem in restored.problems:
+            self.report(f"restore of generation {restored.generation}: {problem}")
+
+    # -- one start ---------------------------------------------------------------------------
+
+    def _start(self, restored: Restored | None) -> subprocess.Popen[bytes] | str:
+        # abspath, not the store's absolute(): a person reading the environment gets no "..", and no
+        # symlink is resolved behind their back
+        directory = os.path.abspath(self.store.path)  # noqa: PTH100 -- resolve() would follow symlinks
+        env = {**self.env, "HANDOFF_DIR": directory, "HANDOFF_GENERATION": str(self.generation)}
+        try:
+            # its own process group: the terminal's Ctrl-C reaches the supervisor, which forwards
+            # it, and a stop reaches whatever the agent started; no stdin: an agent restarted in a
+            # background group would be stopped (SIGTTIN) by a read from the terminal, silently
+            self.proc = subprocess.Popen(self.command, env=env, stdin=subprocess.DEVNULL, process_group=0)
+        except OSError as exc:
+            return f"cannot start the agent {self.command[0]!r}: {exc.strerror or exc}"
+        wait = f"; it has {self.policy.ack_timeout:g} s to acknowledge it" if restored is not None else ""
+        self.report(f"started the agent (pid {self.proc.pid}) on generation {self.generation}{wait}")
+        return self.proc
+
+    def _watch(self, proc: subprocess.Popen[bytes], ack: _AckWatch | None) -> _Outcome:
+        """Wait until the agent exits, misses its acknowledgement, or a signal arrives."""
+        started = time.monotonic()
+        deadline = started + self.policy.ack_timeout
+        acknowledged = False
+        while True:
+            status = proc.poll()
+            if ack is not None and not acknowledged:
+                # looked at after the exit too: an agent killed just after its "resumed" line did acknowledge
+                acknowledged = ack.arrived()
+            if status is not None:
+                seconds = time.monotonic() - started
+                self._sweep_group(proc)
+                return _Outcome("exited", status, seconds, acknowledged)
+            if self.signals:
+                status = self._stop(proc, forward=True)
+                return _Outcome("signal", status, time.monotonic() - started, acknowledged)
+            if ack is not None and not acknowledged and time.monotonic() > deadline:
+                return _Outcome("no-ack", None, time.monotonic() - started, False)
+            time.sleep(POLL_SECONDS)
+
+    def _why(self, outcome: _Outcome, restored: Restored | None) -> str:
+        """The plain-words story of how a start ended."""
+        generation = 0 if restored is None else restored.generation
+        if outcome.kind == "no-ack":
+            return (
+                f"the agent started without its context: no acknowledgement of generation {generation} within "
+                f'{self.policy.ack_timeout:g} s (no new "resumed" line in the journal)'
+            )
+        status, seconds = outcome.status or 0, outcome.seconds
+        if restored is None or outcome.acknowledged:
+            return f"agent {exit_status(status)} after {seconds:.1f} s"
+        if status == 0:
+            return f"the agent finished (exit 0) after {seconds:.1f} s without acknowledging generation {generation}"
+        return f"agent {exit_status(status)} after {seconds:.1f} s before acknowledging its context"
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def stop_agent(self) -> None:
+        """Stop the current agent and its group, if any still runs: SIGTERM, then SIGKILL after the grace."""
+        if self.proc is not None:
+            self._stop(self.proc, forward=False)
+
+    def _stop(self, proc: subprocess.Popen[bytes], *, forward: bool) -> int:
+        """Stop *proc*'s group: with *forward*, by the signals received (each passed on as it comes), else SIGTERM."""
+        if proc.poll() is None:
+            if not forward:
+                self._signal_group(proc, signal.SIGTERM)
+            deadline = time.monotonic() + self.policy.grace
+            while proc.poll() is None and time.monotonic() < deadline:
+                if forward:
+                    self._forward_signals()
+                time.sleep(POLL_SECONDS)
+            if proc.poll() is None:
+                self._signal_group(proc, signal.SIGKILL)
+                proc.wait()
+        self._sweep_group(proc)
+        return proc.returncode
+
+    def _sweep_group(self, proc: subprocess.Popen[bytes]) -> None:
+        """Stop what the exited agent left running in its process group: it would be an orphan."""
+        if self.proc is proc:
+            self.proc = None  # reaped and swept: nothing of it is left to stop
+        try:
+            os.killpg(proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return  # the group is gone: the usual case
+        self._signal_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + self.policy.grace
+        while time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+            try:
+                os.killpg(proc.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+        self._signal_group(proc, signal.SIGKILL)
+
+
+class _AckWatch:
+    """Spots the agent's acknowledgement: a "resumed" journal line newer than the one there before the start.
+
+    The journal is read from its end (:meth:`Journal.last`), and only when ``journal.jsonl``
+    changed (inode, size, mtime), so waiting costs a ``stat`` per poll. A line counts as new when
+    it differs from the newest "resumed" line seen before the start: the line holds its time to
+    the millisecond, so the agent's own line can only equal an older one if it was written in the
+    same millisecond about the same generation, which the start of a process rules out. Counting
+    lines would read the whole journal, and its count drops when the journal rotates.
+    """
+
+    def __init__(self, journal: Journal, restored: Restored, report: Report) -> None:
+        self.journal = journal
+        self.restored = restored
+        self.report = report
+        self.seen: tuple[int, int, int] | None = self._stat()
+        self.before = self._last_resumed()
+        self.told: set[str] = set()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.journal.path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _last_resumed(self) -> dict[str, Any] | None:
+        try:
+            entry, _ = self.journal.last("resumed")
+        except HandoffError as exc:
+            self._tell(f"cannot read the journal to see the acknowledgement: {exc.reason}")
+            return None
+        return None if entry is None else entry.fields()
+
+    def _tell(self, message: str) -> None:
+        if message not in self.told:  # a poll repeats; a person needs to hear it once
+            self.told.add(message)
+            self.report(message)
+
+    def arrived(self) -> bool:
+        """Whether a new "resumed" line of the restored generation (or a newer one) is in the journal."""
+        now = self._stat()
+        if now == self.seen:
+            return False
+        self.seen = now
+        fields = self._last_resumed()
+        if fields is None or fields == self.before:
+            return False
+        generation = fields.get("generation")
+        if isinstance(generation, int) and generation < self.restored.generation:
+            self._tell(
+                f"the agent acknowledged generation {generation}, older than generation "
+                f"{self.restored.generation} that was restored for it: that is not its context"
+            )
+            return False
+        self.report(f"the agent acknowledged its context: resumed from generation {generation}")
+        return True
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def exit_status(status: int) -> str:
+    """A child's exit status in words: "killed by SIGKILL", "exited with status 3"."""
+    return f"killed by {_signal_name(-status)}" if status < 0 else f"exited with status {status}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

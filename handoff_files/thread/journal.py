@@ -1,0 +1,351 @@
+"""The journal: an append-only ``journal.jsonl``, one human-readable, self-checking JSON line per event."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from handoff_files.format.seal import self_check
+from handoff_files.foundation.atomic import fsync_dir, write_all
+from handoff_files.foundation.errors import HandoffError, HandoffWriteError
+
+__all__ = ["DOCUMENT", "EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
+
+JOURNAL_NAME: Final = "journal.jsonl"
+#: The events a journal records.
+EVENTS: Final = frozenset(
+    {
+        "saved",
+        "restored",
+        "resumed",
+        "migrated",
+        "sealed",
+        "repaired",
+        "adopted",
+        "exported",
+        "transferred",
+        "rotated",
+        "document",
+    }
+)
+#: Past this size the journal is rotated: the current file becomes ``journal.1.jsonl`` (the one
+#: before that is dropped), so the journal never grows without bound.
+ROTATE_BYTES: Final = 1 << 20
+_TAIL_BLOCK: Final = 64 * 1024
+#: A journal-first save writes two lines at once: a "document" line holding the whole sealed
+#: document under this key, then its ordinary, small event line. The event line commits it.
+DOCUMENT: Final = "document"
+_CHECK_LEN: Final = 16
+
+
+def _check(fields: dict[str, Any]) -> str:
+    # a journal-first save's line carries its whole document, which its own seal (named in the
+    # line, so covered by this check) verifies: hashing it twice would double the save's cost
+    return self_check({key: value for key, value in fields.items() if key != DOCUMENT})[:_CHECK_LEN]
+
+
+def _encode(fields: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps({**fields, "check": _check(fields)}) + b"\n"
+    except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError is a TypeError
+        msg = f"a journal line must be JSON: {exc}"
+        raise ValueError(msg) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One journal line: the event, when, which generation and seal, and a line in plain words."""
+
+    event: str
+    at: str
+    generation: int | None
+    seal: str | None
+    summary: str
+    extra: dict[str, Any]
+
+    @property
+    def journal_first(self) -> bool:
+        """Whether this is a journal-first save's line (its document is in the line before it)."""
+        return self.extra.get("durability") == "journal"
+
+    def brief(self) -> dict[str, Any]:
+        """The line's fields for a person: a journal-first save's document is named, not repeated."""
+        fields = self.fields()
+        if DOCUMENT in fields:
+            fields[DOCUMENT] = f"(the whole sealed generation {self.generation}, as a journal-first save commits it)"
+        return fields
+
+    def fields(self) -> dict[str, Any]:
+        """The line's JSON object, without its check."""
+        return {
+            "at": self.at,
+            "event": self.event,
+            "generation": self.generation,
+            "seal": self.seal,
+            "summary": self.summary,
+            **self.extra,
+        }
+
+
+def _parse_line(raw: bytes) -> Entry | None:
+    """An entry if *raw* is a whole, self-consistent line; None if it is damaged."""
+    try:
+        fields = orjson.loads(raw)
+    except (ValueError, RecursionError):  # orjson refuses NaN, integers past 64 bits and deep nesting
+        return None
+    if not isinstance(fields, dict) or not isinstance(fields.get("check"), str):
+        return None
+    try:
+        if _check(fields) != fields["check"]:
+            return None
+    except (TypeError, ValueError, RecursionError):  # an integer past 64 bits, nesting orjson refuses …
+        return None
+    known = {"at", "event", "generation", "seal", "summary", "check"}
+    generation = fields.get("generation")
+    return Entry(
+        str(fields.get("event")),
+        str(fields.get("at")),
+        generation if isinstance(generation, int) and not isinstance(generation, bool) else None,
+        fields.get("seal") if isinstance(fields.get("seal"), str) else None,
+        str(fields.get("summary", "")),
+        {k: v for k, v in fields.items() if k not in known},
+    )
+
+
+class Journal:
+    """A thread's journal file. Appends are durable (fdatasync) and made by writers under the lock.
+
+    :param directory: the thread directory.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / JOURNAL_NAME
+        self.previous = directory / "journal.1.jsonl"
+
+    def append(
+        self,
+        event: str,
+        *,
+        generation: int | None,
+        seal: str | None,
+        summary: str,
+        before_rotate: Callable[[], None] | None = None,
+        document: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Entry:
+        """Append one event line durably; a torn last line left by a crash is cut off first.
+
+        Call while holding the writers' lock.
+
+        :param before_rotate: called before a rotation drops ``journal.1.jsonl`` (a journal-first
+            store makes its files durable there, since older lines may be all that holds them).
+        :param document: a journal-first save's whole sealed document: written as a "document"
+            line just before the event line, in the same write and the same fdatasync. Only the
+            event line after it commits it; a reader parses the long line only when it needs it.
+        :raises HandoffWriteError: if the lines cannot be written and synced.
+        """
+        entry = Entry(
+            event,
+            dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            generation,
+            seal,
+            " ".join(summary.split())[:300],
+            extra,
+        )
+        line = _encode(entry.fields())
+        if document is not None:
+            held = Entry("document", entry.at, generation, seal, f"the whole sealed generation {generation}", {})
+            line = _encode({**held.fields(), DOCUMENT: document}) + line
+        try:
+            created = not self.path.exists()
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            try:
+                # cut a torn tail first, so neither this line nor a rotation carries it along
+                self._cut_torn_tail(fd)
+                if os.fstat(fd).st_size > ROTATE_BYTES:
+                    os.close(fd)
+                    fd = -1
+                    if before_rotate is not None:
+                        before_rotate()
+                    self._rotate()
+                    created = True
+                    fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+                write_all(fd, line)
+                os.fdatasync(fd)
+            finally:
+                if fd >= 0:
+                    os.close(fd)
+            if created:
+                fsync_dir(self.path.parent)  # a new file's name is durable only with its directory's
+        except OSError as exc:
+            msg = f"cannot append to the journal: {exc.strerror or exc}"
+            raise HandoffWriteError(self.path, msg) from exc
+        return entry
+
+    def _cut_torn_tail(self, fd: int) -> None:
+        """Truncate a last line with no newline (a crash mid-append) so the next line starts clean."""
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return
+        # walk back a block at a time: a journal-first line (a whole document) can be megabytes long
+        end = size
+        while end > 0:
+            start = max(0, end - _TAIL_BLOCK)
+            cut = os.pread(fd, end - start, start).rfind(b"\n")
+            if cut >= 0:
+                os.ftruncate(fd, start + cut + 1)
+                return
+            end = start
+        os.ftruncate(fd, 0)
+
+    def _rotate(self) -> None:
+        os.replace(self.path, self.previous)
+        fsync_dir(self.path.parent)
+        self._start_after_rotation()
+
+    def _start_after_rotation(self) -> None:
+        """Start a fresh journal with a line saying where the older lines went."""
+        fields = Entry(
+            "rotated",
+            dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            None,
+            None,
+            f"older lines moved to {self.previous.name}",
+            {},
+        ).fields()
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            write_all(fd, _encode(fields))
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    def last(self, *events: str) -> tuple[Entry | None, list[str]]:
+        """The newest verified line of any of *events*, read from the end (a restore never reads it all).
+
+        :returns: the entry (or None) and the problems met on the way (damaged lines).
+        """
+        problems: list[str] = []
+        if torn(self.path):
+            problems.append(f"{self.path.name} ends in a torn line (a crash mid-append); the next append cuts it")
+        for raw, entry in self._backwards():
+            if entry is None:
+                problems.append(f"{self.path.name}: a damaged line ({raw[:60]!r}…) was skipped")
+                continue
+            if entry.event in events:
+                return entry, problems
+        return None, problems
+
+    def committed_documents(self) -> Iterator[tuple[Entry, dict[str, Any] | None]]:
+        """Journal-first save lines, newest first, each with the document line written with it (or None).
+
+        A save line whose document line is missing, damaged or another save's is yielded with None:
+        a crash can keep the short save line of an unfinished write and lose the long line before
+        it, and such a save was never acknowledged (its fdatasync never returned).
+        """
+        waiting: Entry | None = None
+        for _, entry in self._backwards():
+            if entry is None:
+                continue
+            if entry.event == "document":
+                if waiting is not None:
+                    held = entry.extra.get(DOCUMENT)
+                    same = (entry.generation, entry.seal) == (waiting.generation, waiting.seal)
+                    yield waiting, dict(held) if same and isinstance(held, dict) else None
+                    waiting = None
+                continue
+            if entry.journal_first:
+                if waiting is not None:
+                    yield waiting, None
+                waiting = entry
+        if waiting is not None:
+            yield waiting, None
+
+    def _backwards(self) -> Iterator[tuple[bytes, Entry | None]]:
+        for path in (self.path, self.previous):
+            try:
+                with path.open("rb") as handle:
+                    yield from _lines_backwards(handle)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                msg = f"cannot read the journal: {exc.strerror or exc}"
+                raise HandoffError(path, msg) from exc
+
+    def entries(self) -> tuple[list[Entry], list[str]]:
+        """Every line, oldest first (both files), with problems for damaged lines and where they are.
+
+        A torn last line is reported as torn; damage in the middle is reported with its line number.
+        """
+        entries: list[Entry] = []
+        problems: list[str] = []
+        for path in (self.previous, self.path):
+            with contextlib.suppress(FileNotFoundError):
+                data = path.read_bytes()
+                lines = data.split(b"\n")
+                torn = lines.pop() if lines else b""
+                for number, raw in enumerate(lines, 1):
+                    entry = _parse_line(raw)
+                    if entry is None:
+                        problems.append(f"{path.name} line {number} is damaged (its check does not match)")
+                    else:
+                        entries.append(entry)
+                if torn:
+                    problems.append(f"{path.name} ends in a torn line (a crash mid-append); the next append cuts it")
+        return entries, problems
+
+
+def torn(path: Path) -> bool:
+    """Whether the file's last byte is not a newline (a line cut short)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+def _lines_backwards(handle: Any) -> Iterator[tuple[bytes, Entry | None]]:
+    """Yield complete lines from the end of a file, newest first, reading a block at a time.
+
+    A torn last line (no newline after it) is not a line yet and is not yielded.
+    """
+    handle.seek(0, os.SEEK_END)
+    position = handle.tell()
+    end = 0
+    while position > 0:  # the logical end: just past the last newline
+        size = min(_TAIL_BLOCK, position)
+        position -= size
+        handle.seek(position)
+        found = handle.read(size).rfind(b"\n")
+        if found >= 0:
+            end = position + found + 1
+            break
+    # a line longer than a block (a journal-first document) is gathered in pieces and joined once
+    position, pieces = end, []
+    while position > 0:
+        size = min(_TAIL_BLOCK, position)
+        position -= size
+        handle.seek(position)
+        lines = handle.read(size).split(b"\n")
+        if len(lines) == 1:
+            pieces.append(lines[0])
+            continue
+        tail = b"".join([lines[-1], *reversed(pieces)])
+        pieces = [lines[0]]
+        for raw in (tail, *reversed(lines[1:-1])):
+            if raw:
+                yield raw, _parse_line(raw)
+    rest = b"".join(reversed(pieces))
+    if rest:
+        yield rest, _parse_line(rest)

@@ -1,0 +1,158 @@
+"""The thread directory's layout: the one place that knows which file is where, and which generations exist."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Final
+
+from handoff_files.format.codec import Format
+from handoff_files.foundation.atomic import remove_stray_temps, stray_temps
+from handoff_files.foundation.errors import HandoffError
+
+__all__ = [
+    "EXTENSIONS",
+    "HISTORY_DIR",
+    "JOURNAL_NAME",
+    "MIRROR_NAME",
+    "PREVIOUS_JOURNAL_NAME",
+    "PRIMARY_NAMES",
+    "PRIMARY_STEM",
+    "TRANSFERRED_NAME",
+    "ThreadDir",
+    "generation_of",
+]
+
+HISTORY_DIR: Final = "history"
+PRIMARY_STEM: Final = "handoff"
+#: The primary's file name ending for each format.
+EXTENSIONS: Final[dict[Format, str]] = {"json": ".json", "yaml": ".yaml"}
+#: Both names a primary may have (a thread holds at most one of them).
+PRIMARY_NAMES: Final = frozenset(f"{PRIMARY_STEM}{ext}" for ext in EXTENSIONS.values())
+#: The secondary channel: the state layer and running totals of the generation it mirrors.
+MIRROR_NAME: Final = "state.json"
+#: The tertiary channel, and the name its older lines move to when it rotates.
+JOURNAL_NAME: Final = "journal.jsonl"
+PREVIOUS_JOURNAL_NAME: Final = "journal.1.jsonl"
+#: Written by a transfer's last phase: the thread was handed to another and is closed.
+TRANSFERRED_NAME: Final = "transferred.json"
+
+# a sealed generation in history/: eight or more digits, then the format's ending
+_GENERATION_FILE: Final = re.compile(r"(\d{8,})\.(?:json|yaml)\Z")
+
+
+def generation_of(name: str) -> int | None:
+    """The generation a ``history/`` file name holds (``00000007.json`` → 7), or None for any other name."""
+    match = _GENERATION_FILE.match(name)
+    return None if match is None else int(match.group(1))
+
+
+class ThreadDir:
+    """The paths of one thread directory, and the listings every part of the package asks of it.
+
+    Nothing here reads a handoff or takes the lock: this knows names, not content.
+
+    :param path: the thread directory (it need not exist yet).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).absolute()
+
+    def __repr__(self) -> str:
+        return f"ThreadDir({str(self.path)!r})"
+
+    # -- paths -------------------------------------------------------------------------------
+
+    def primary(self, fmt: Format) -> Path:
+        """The primary file in *fmt*: the latest sealed handoff."""
+        return self.path / f"{PRIMARY_STEM}{EXTENSIONS[fmt]}"
+
+    @property
+    def history_dir(self) -> Path:
+        """``history/``: the last sealed generations, immutable."""
+        return self.path / HISTORY_DIR
+
+    @property
+    def mirror(self) -> Path:
+        """``state.json``."""
+        return self.path / MIRROR_NAME
+
+    @property
+    def journal(self) -> Path:
+        """``journal.jsonl``."""
+        return self.path / JOURNAL_NAME
+
+    @property
+    def previous_journal(self) -> Path:
+        """``journal.1.jsonl``: the journal's older lines after a rotation."""
+        return self.path / PREVIOUS_JOURNAL_NAME
+
+    @property
+    def transferred(self) -> Path:
+        """``transferred.json``: present once the thread was handed on and closed."""
+        return self.path / TRANSFERRED_NAME
+
+    def generation_file(self, generation: int, fmt: Format) -> Path:
+        """Where generation *generation* is kept in ``history/``."""
+        return self.history_dir / f"{generation:08d}{EXTENSIONS[fmt]}"
+
+    # -- listings ----------------------------------------------------------------------------
+
+    def primary_formats(self) -> list[Format]:
+        """The formats of the primaries present (more than one is a thread a person must untangle).
+
+        :raises HandoffError: if the directory cannot be searched.
+        """
+        try:
+            return [fmt for fmt in EXTENSIONS if self.primary(fmt).exists()]
+        except OSError as exc:  # a name too long, a directory we may not search …
+            msg = f"cannot look into the thread directory: {exc.strerror or exc}"
+            raise HandoffError(self.path, msg) from exc
+
+    def generations(self) -> list[tuple[int, str]]:
+        """The generation files in ``history/`` as (generation, file name), newest first.
+
+        :raises HandoffError: if ``history/`` exists but cannot be listed.
+        """
+        try:
+            names = os.listdir(self.history_dir)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            msg = f"cannot list history/: {exc.strerror or exc}"
+            raise HandoffError(self.history_dir, msg) from exc
+        # plain string work: this runs on every save, and Path objects cost more than the listdir
+        found = [(int(name[:-5]), name) for name in names if _GENERATION_FILE.match(name)]
+        found.sort(reverse=True)
+        return found
+
+    def newest_generation(self) -> int:
+        """The newest generation in ``history/`` (0 when there is none)."""
+        listing = self.generations()
+        return listing[0][0] if listing else 0
+
+    def holdings(self) -> list[str]:
+        """The names of this directory's handoff files and channels (empty for a new thread).
+
+        :raises HandoffError: if the directory cannot be listed (an unreadable thread is never taken as empty).
+        """
+        try:
+            names = set(os.listdir(self.path))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            msg = f"cannot list the thread directory: {exc.strerror or exc}"
+            raise HandoffError(self.path, msg) from exc
+        channels = PRIMARY_NAMES | {MIRROR_NAME, JOURNAL_NAME, PREVIOUS_JOURNAL_NAME}
+        found = sorted(names & channels)
+        found += [f"{HISTORY_DIR}/{name}" for _, name in self.generations()]
+        return found
+
+    def stray_temps(self) -> list[Path]:
+        """Temp files a dead writer left, in the directory and in ``history/``."""
+        return stray_temps(self.path) + stray_temps(self.history_dir)
+
+    def remove_stray_temps(self) -> list[Path]:
+        """Remove what :meth:`stray_temps` finds; call only while holding the writers' lock. Writes."""
+        return remove_stray_temps(self.path) + remove_stray_temps(self.history_dir)

@@ -1,0 +1,67 @@
+"""Locating: from a path a person gives (a thread directory or a file in one) to the store or file it names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from handoff_files.format.loader import load
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.thread.results import MigrationReport, Restored
+from handoff_files.thread.store import HandoffStore
+
+__all__ = ["migrate_path", "open_handoff", "primary_of", "thread_of"]
+
+
+def thread_of(path: str | os.PathLike[str]) -> HandoffStore:
+    """Return the store for *path*: a thread directory, or a primary file inside one.
+
+    :raises HandoffNotFoundError: if *path* does not exist.
+    """
+    target = Path(path)
+    if target.is_dir():
+        return HandoffStore(target)
+    if not target.exists():
+        msg = "no such file or thread directory"
+        raise HandoffNotFoundError(target, msg)
+    store = HandoffStore(target.parent)
+    if store.primary.resolve() != target.resolve():
+        msg = f"not a thread's primary file (expected {store.primary.name} in a thread directory)"
+        raise HandoffError(target, msg)
+    return store
+
+
+def open_handoff(path: str | os.PathLike[str], *, assume_version: str | None = None) -> Restored:
+    """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
+
+    :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do.
+    """
+    target = Path(path)
+    if target.is_dir():
+        return HandoffStore(target).restore()
+    if not target.exists():
+        msg = "no such file or thread directory"
+        raise HandoffNotFoundError(target, msg)
+    return Restored(load(target, assume_version=assume_version), "file", target)
+
+
+def primary_of(path: str | os.PathLike[str]) -> Path:
+    """Return the file to verify for *path*: a thread directory's primary, or *path* itself."""
+    target = Path(path)
+    return HandoffStore(target).primary if target.is_dir() else target
+
+
+def migrate_path(
+    path: str | os.PathLike[str], *, dry_run: bool = False, assume_version: str | None = None
+) -> MigrationReport:
+    """Migrate *path*: a thread directory's primary, or an older file whose folder is the thread.
+
+    Rewrites files unless *dry_run* (see :meth:`HandoffStore.migrate`).
+    """
+    target = Path(path)
+    if target.is_dir():
+        return HandoffStore(target).migrate(dry_run=dry_run, assume_version=assume_version)
+    if not target.exists():
+        msg = "no such file or thread directory"
+        raise HandoffNotFoundError(target, msg)
+    return HandoffStore(target.parent).migrate(target, dry_run=dry_run, assume_version=assume_version)

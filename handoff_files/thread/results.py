@@ -1,0 +1,73 @@
+"""Results: what the store hands back from a save, a restore, a history listing and a migration."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from handoff_files.format.model import Handoff
+
+__all__ = ["HistoryEntry", "MigrationReport", "Restored", "SaveReceipt"]
+
+
+@dataclass(frozen=True, slots=True)
+class SaveReceipt:
+    """What a save made durable: returned only after every byte and directory entry is on disk."""
+
+    generation: int
+    checksum: str
+    path: Path
+    created_at: dt.datetime
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """A verified handoff and where it came from, with what was wrong on the way.
+
+    ``source`` is ``"primary"``, ``"history"``, ``"journal"`` (a journal-first save's line) or
+    ``"rebuilt"`` for a thread's restore, ``"file"`` for a file read directly. ``edited`` is True
+    only for a person's valid but unsealed edit, handed out because the caller asked for it (a
+    watcher, or ``restore(accept_edit=…)``).
+    """
+
+    handoff: Handoff
+    source: Literal["primary", "history", "journal", "rebuilt", "file"]
+    path: Path
+    problems: tuple[str, ...] = ()
+    edited: bool = False
+
+    @property
+    def generation(self) -> int:
+        """The restored generation."""
+        return self.handoff.generation
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What :meth:`HandoffStore.migrate` did (or, with ``dry_run``, would do).
+
+    ``handoff`` is the migrated content (None when the file was already current); ``receipt``
+    the new generation (None on a dry run or when nothing was to be done).
+    """
+
+    source: Path
+    original_version: str
+    handoff: Handoff | None
+    notes: tuple[str, ...]
+    receipt: SaveReceipt | None
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One file in a thread: a generation in ``history/`` or the primary, verified or not."""
+
+    generation: int | None
+    path: Path
+    current: bool
+    checksum: str | None
+    created_at: dt.datetime | None
+    problem: str | None

@@ -1,0 +1,126 @@
+"""The descriptor: the small JSON one agent hands another, naming a sealed checkpoint in a blob store by its sha256."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal
+
+import pydantic
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+from handoff_files.format.loader import describe
+from handoff_files.format.model import MAX_INT, Id
+from handoff_files.format.schema import SCHEMA_DIR, model_schema, render_schema
+from handoff_files.foundation.errors import DescriptorError
+
+__all__ = [
+    "DESCRIPTOR_SCHEMA_FILE",
+    "DESCRIPTOR_VERSION",
+    "DESCRIPTOR_VERSIONS",
+    "Descriptor",
+    "descriptor_schema",
+    "parse_descriptor",
+]
+
+#: The version :func:`handoff_checkpoint` writes.
+DESCRIPTOR_VERSION: Final = "1.0"
+#: The versions this library reads.
+DESCRIPTOR_VERSIONS: Final = ("1.0",)
+#: A descriptor is small: past this many bytes of JSON it is refused unread.
+MAX_DESCRIPTOR_BYTES: Final = 64 * 1024
+#: Where the descriptor's schema lives in a source checkout.
+DESCRIPTOR_SCHEMA_FILE: Final = SCHEMA_DIR / f"descriptor-{DESCRIPTOR_VERSION}.schema.json"
+
+_WHERE: Final = "<descriptor>"
+_SHA256: Final = r"^[0-9a-f]{64}$"
+
+
+class Descriptor(BaseModel):
+    """A sealed checkpoint handed to another agent: where its bytes are, and the sha256 they must have.
+
+    ``source`` is ``"<thread_id>:<generation>"``; ``checkpoint_id`` the seal of that generation
+    (``algorithm:digest``); ``blob_id`` its id in the blob store and ``blob_sha256`` the sha256 of
+    the blob's bytes, which the receiver recomputes before trusting anything.
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    descriptor_version: Literal["1.0"]
+    source: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}:[1-9][0-9]{0,18}$")]
+    agent_id: Id
+    thread_id: Id
+    generation: Annotated[int, Field(ge=1, le=MAX_INT)]
+    checkpoint_id: Annotated[str, StringConstraints(pattern=r"^(blake3|blake2b|sha256):[0-9a-f]{64}$")]
+    blob_id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    blob_sha256: Annotated[str, StringConstraints(pattern=_SHA256)]
+    to_agent: Id | None = None
+    summary: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    created_at: Annotated[AwareDatetime, Field(strict=False)]
+
+    def to_json(self) -> str:
+        """The descriptor as one line of JSON (what ``handoff export`` prints)."""
+        return self.model_dump_json()
+
+    @pydantic.model_validator(mode="after")
+    def _source_matches(self) -> Descriptor:
+        if self.source != f"{self.thread_id}:{self.generation}":
+            msg = f"source {self.source!r} does not name thread {self.thread_id!r} generation {self.generation}"
+            raise ValueError(msg)
+        return self
+
+
+def parse_descriptor(value: Descriptor | Mapping[str, Any] | str | bytes) -> Descriptor:
+    """Accept a descriptor as the object, a mapping, or its JSON text.
+
+    :raises DescriptorError: if it is not valid JSON, has no ``blob_sha256``, is of an unknown
+        ``descriptor_version``, or is otherwise malformed; the message says which.
+    """
+    if isinstance(value, Descriptor):
+        return value
+    if isinstance(value, str | bytes):
+        if len(value) > MAX_DESCRIPTOR_BYTES:
+            msg = f"descriptor is {len(value):,} bytes, over the {MAX_DESCRIPTOR_BYTES:,}-byte limit"
+            raise DescriptorError(_WHERE, msg)
+        try:
+            value = json.loads(value, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as exc:
+            msg = f"not JSON: {exc}"
+            raise DescriptorError(_WHERE, msg) from exc
+    if not isinstance(value, Mapping):
+        msg = f"a descriptor is a JSON object, not {type(value).__name__}"
+        raise DescriptorError(_WHERE, msg)
+    version = value.get("descriptor_version")
+    if version not in DESCRIPTOR_VERSIONS:
+        msg = f"descriptor_version {version!r} is not one this library reads ({', '.join(DESCRIPTOR_VERSIONS)})"
+        raise DescriptorError(_WHERE, msg)
+    if not value.get("blob_sha256"):
+        msg = "descriptor has no blob_sha256: a blob whose hash cannot be checked is never adopted"
+        raise DescriptorError(_WHERE, msg)
+    try:
+        return Descriptor.model_validate(dict(value))
+    except pydantic.ValidationError as exc:
+        msg = f"not a valid descriptor: {describe(exc)}"
+        raise DescriptorError(_WHERE, msg) from exc
+
+
+def _no_constant(name: str) -> None:
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
+
+
+def now() -> dt.datetime:
+    """The current time in UTC (a descriptor's ``created_at``)."""
+    return dt.datetime.now(dt.UTC)
+
+
+def descriptor_schema() -> dict[str, Any]:
+    """Return the JSON Schema of a handoff descriptor of the current version."""
+    return model_schema(Descriptor, "descriptor", DESCRIPTOR_VERSION)
+
+
+if __name__ == "__main__":
+    DESCRIPTOR_SCHEMA_FILE.write_text(render_schema(descriptor_schema()), encoding="utf-8")
+    sys.stdout.write(f"wrote {DESCRIPTOR_SCHEMA_FILE}\n")

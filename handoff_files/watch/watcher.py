@@ -1,0 +1,540 @@
+"""The watcher: the newest verified handoff of a thread kept in memory, and a callback whenever it changes."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from watchdog.events import (
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from handoff_files.format.loader import load
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffValidationError,
+    NoHandoffError,
+    UnsealedEditError,
+)
+from handoff_files.thread.results import Restored
+from handoff_files.thread.store import PRIMARY_STEM, HandoffStore
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
+
+    from handoff_files.format.model import Handoff
+
+__all__ = ["DEFAULT_DEBOUNCE", "DEFAULT_RESCAN", "DirectoryWatch", "Watcher", "watch", "watch_directory"]
+
+#: Seconds of quiet after the last hint before the primary is re-read (a save is a burst of events).
+DEFAULT_DEBOUNCE: Final = 0.05
+#: Seconds between re-reads when no hint arrives: the safety net for events the kernel drops.
+DEFAULT_RESCAN: Final = 5.0
+
+# a steady stream of hints (a writer saving in a loop) still gets a re-read every this many debounce periods
+_MAX_DEFER: Final = 10
+_PRIMARY_NAMES: Final = frozenset(f"{PRIMARY_STEM}.{ext}" for ext in ("json", "yaml"))
+# what can change the primary's bytes or mtime; never opened / closed-without-writing, which our own reads raise
+_HINTS: Final[list[type[FileSystemEvent]]] = [
+    FileMovedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class _Hint(FileSystemEventHandler):
+    """Turns a watchdog event that touches a wanted file (default: a primary) into a poke; never reads, never raises."""
+
+    def __init__(self, poke: Callable[[], None], wanted: Callable[[str], bool] = _PRIMARY_NAMES.__contains__) -> None:
+        self._poke = poke
+        self._wanted = wanted
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        # an atomic save is a move whose *destination* is the primary; our temp files and
+        # state.json / journal.jsonl never match, nor does anything in history/ (not watched)
+        if event.is_directory:
+            return
+        for path in (event.src_path, event.dest_path):
+            if path and self._wanted(Path(os.fsdecode(path)).name):
+                self._poke()
+                return
+
+
+class Watcher:
+    """A running watch over one thread directory; made by :func:`watch`, stopped by :meth:`stop`.
+
+    A context manager: leaving the ``with`` block stops it.
+    """
+
+    def __init__(
+        self,
+        store: HandoffStore,
+        on_change: Callable[[Restored], None],
+        on_error: Callable[[HandoffError], None] | None,
+        debounce: float,
+        rescan: float,
+    ) -> None:
+        self._store = store
+        self._on_change = on_change
+        self._on_error = on_error
+        self._debounce = debounce
+        self._rescan = rescan
+        self._cond = threading.Condition()
+        self._current: Restored | None = None
+        self._sealed: tuple[int, str | None] = (0, None)  # generation and seal of the newest sealed delivery
+        self._error: tuple[str, str, str] | None = None  # the last failure reported, so each is reported once
+        self._first_hint: float | None = None
+        self._last_hint: float | None = None
+        self._stopping = False
+        self._observer: BaseObserver | None = None
+        self._worker: threading.Thread | None = None
+        # callbacks found while starting, run first on the watcher's thread (None once it runs)
+        self._held: list[Callable[[], None]] | None = []
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The thread directory watched."""
+        return self._store.path
+
+    @property
+    def current(self) -> Restored | None:
+        """The latest :class:`Restored` delivered (set just before ``on_change`` gets it), or None."""
+        with self._cond:
+            return self._current
+
+    def wait_for(self, generation: int, timeout: float) -> Restored | None:
+        """Wait until :attr:`current` holds *generation* or a newer one.
+
+        :param generation: the generation wanted.
+        :param timeout: seconds to wait at most.
+        :returns: :attr:`current` once its generation is at least *generation*; None on timeout
+            or once the watcher is stopped without it.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                current = self._current
+                if current is not None and current.generation >= generation:
+                    return current
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stopping:
+                    return None
+                self._cond.wait(left)
+
+    def stop(self) -> None:
+        """Stop watching and join the observer's and the watcher's threads; idempotent.
+
+        A callback running at the time finishes first; none runs after this returns. Called
+        from a callback, it returns at once and the watcher's thread ends after that callback.
+        """
+        with self._cond:
+            first = not self._stopping
+            self._stopping = True
+            self._cond.notify_all()
+        _stop_observer(self._observer, first=first)
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        current = self.current
+        held = "nothing yet" if current is None else f"generation {current.generation}"
+        state = "stopped" if self._stopping else "running"
+        return f"<Watcher {os.fspath(self.path)!r}: {held}, {state}>"
+
+    # -- start and stop ------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        try:
+            observer = Observer()
+        except OSError as exc:
+            raise HandoffError(self.path, _cannot_watch(exc)) from exc
+        try:
+            observer.schedule(_Hint(self._hint), os.fspath(self.path), recursive=False, event_filter=_HINTS)
+            observer.start()
+        except OSError as exc:
+            observer.stop()  # the constructor started its inotify reader thread: end it
+            raise HandoffError(self.path, _cannot_watch(exc)) from exc
+        self._observer = observer
+        # restore only once the watch exists: a save landing in between is both read here and hinted;
+        # then read the primary once (an edit restore() passes over): when watch() returns,
+        # `current` is up to date, and the callbacks this found wait for the watcher's thread
+        try:
+            initial: Restored | None = self._store.restore()
+        except NoHandoffError:
+            initial = None
+        except BaseException:
+            self.stop()
+            raise
+        if initial is not None:
+            self._deliver(initial)
+        self._guarded_refresh()
+        self._worker = threading.Thread(target=self._run, name=f"handoff-watch {self.path.name}", daemon=True)
+        self._worker.start()
+
+    # -- the watcher's own thread ---------------------------------------------------------------
+
+    def _hint(self) -> None:
+        """Note that the primary may have changed (called on watchdog's thread)."""
+        now = time.monotonic()
+        with self._cond:
+            if self._first_hint is None:
+                self._first_hint = now
+            self._last_hint = now
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        held, self._held = self._held, None
+        for callback in held or ():
+            if not self._stopping:
+                callback()
+        while self._wait(time.monotonic() + self._rescan):
+            self._guarded_refresh()
+
+    def _wait(self, rescan_at: float) -> bool:
+        """Sleep until the hints have settled or the rescan is due; False once stopping."""
+        with self._cond:
+            while not self._stopping:
+                if self._first_hint is not None and self._last_hint is not None:
+                    due = min(self._last_hint + self._debounce, self._first_hint + self._debounce * _MAX_DEFER)
+                else:
+                    due = rescan_at
+                left = due - time.monotonic()
+                if left <= 0:
+                    # hints that arrive from here on ask for another read after this one
+                    self._first_hint = self._last_hint = None
+                    return True
+                self._cond.wait(left)
+            return False
+
+    def _guarded_refresh(self) -> None:
+        try:
+            self._refresh()
+        except Exception:  # a bug must not end the watch silently: say so and keep watching
+            logger.exception("handoff watcher for %s: re-read failed; still watching", self.path)
+
+    def _refresh(self) -> None:
+        """Re-read the primary, verify it, and deliver it if it is new."""
+        store = self._store
+        if not store.primary.exists() and any((self.path / name).exists() for name in _PRIMARY_NAMES):
+            # the format is chosen from the files present: a first save may have made handoff.yaml
+            try:
+                store = self._store = HandoffStore(self.path)
+            except HandoffError as exc:
+                self._report(exc)
+                return
+        path = store.primary
+        try:
+            handoff = load(path, follow_symlinks=False)
+        except UnsealedEditError as exc:
+            if exc.handoff is None:
+                self._report(exc)
+            else:
+                self._error = None
+                self._offer_edit(exc.handoff, exc.reason, path)
+            return
+        except HandoffError as exc:
+            self._primary_failed(store, exc)
+            return
+        self._error = None
+        if handoff.seal is None:  # an older version migrated in memory: verified by its own checksum
+            current = self._current
+            if current is not None and current.handoff == handoff:
+                return
+            if handoff.generation <= self._sealed[0]:  # generations only grow, whatever the file's version
+                msg = (
+                    f"holds an older-version handoff of generation {handoff.generation}, but generation "
+                    f"{self._sealed[0]} was already delivered; kept generation {self._sealed[0]}"
+                )
+                self._report(HandoffError(path, msg))
+                return
+            note = "an older version, migrated in memory; `handoff migrate` rewrites it as a sealed generation"
+            self._deliver(Restored(handoff, "primary", path, (note,)))
+            return
+        self._offer_sealed(Restored(handoff, "primary", path))
+
+    def _offer_sealed(self, restored: Restored) -> None:
+        generation, seal = restored.generation, str(restored.handoff.seal)
+        current = self._current
+        newest, newest_seal = self._sealed
+        if current is not None and not current.edited and current.handoff.seal == restored.handoff.seal:
+            return  # what we hold already
+        if generation > newest or (generation == newest and seal == newest_seal):
+            # newer, or the sealed generation we hold again after a person's edit was reverted
+            self._deliver(restored)
+            return
+        msg = (
+            f"holds generation {generation}, but generation {newest} was already delivered; "
+            f"kept generation {newest} (was an older file copied over the primary?)"
+        )
+        self._report(HandoffError(restored.path, msg))
+
+    def _offer_edit(self, edited: Handoff, reason: str, path: Path) -> None:
+        current = self._current
+        if current is not None and current.edited and current.handoff == edited:
+            return  # the same edit, read again
+        problems = [reason]
+        newest = self._sealed[0]
+        if edited.generation < newest:
+            problems.append(
+                f"edited from generation {edited.generation}, behind generation {newest} already delivered: "
+                "the edit may undo that generation's changes"
+            )
+        self._deliver(Restored(edited, "primary", path, tuple(problems), edited=True))
+
+    def _primary_failed(self, store: HandoffStore, exc: HandoffError) -> None:
+        """The primary is missing or does not verify: report it, and take a newer verified generation if any."""
+        if not (isinstance(exc, HandoffNotFoundError) and self._current is None):
+            self._report(exc)  # a thread with nothing saved yet has no primary: that is no failure
+        try:
+            restored = store.restore()
+        except HandoffError:
+            return
+        if not restored.edited and restored.generation > self._sealed[0]:
+            self._deliver(restored)
+
+    # -- delivery ------------------------------------------------------------------------------
+
+    def _set_current(self, restored: Restored) -> None:
+        with self._cond:
+            self._current = restored
+            if not restored.edited:
+                seal = restored.handoff.seal
+                self._sealed = (restored.generation, None if seal is None else str(seal))
+            self._cond.notify_all()
+
+    def _deliver(self, restored: Restored) -> None:
+        if self._stopping:
+            return
+        self._set_current(restored)
+        self._call(self._on_change, restored)
+
+    def _report(self, exc: HandoffError) -> None:
+        key = (type(exc).__name__, exc.path, exc.reason)
+        if key == self._error or self._stopping:
+            return
+        self._error = key
+        if self._on_error is None:
+            logger.warning("handoff watcher: %s", exc)
+        else:
+            self._call(self._on_error, exc)
+
+    def _call(self, callback: Callable[[_T], None], argument: _T) -> None:
+        if self._held is not None:  # still starting, on the caller's thread: callbacks wait for ours
+            self._held.append(lambda: self._call(callback, argument))
+            return
+        try:
+            callback(argument)
+        except Exception:
+            # a callback's failure is the caller's bug, not a handoff problem: log it, keep watching
+            logger.exception("handoff watcher for %s: callback %r raised; still watching", self.path, callback)
+
+
+def _stop_observer(observer: BaseObserver | None, *, first: bool) -> None:
+    """Stop an observer (once) and join it, unless it never started or this is its own thread."""
+    if observer is None:
+        return
+    if first:
+        observer.stop()
+    # joining a thread never started raises, and a thread cannot join itself
+    if observer.ident is not None and observer is not threading.current_thread():
+        observer.join()
+
+
+def _cannot_watch(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EMFILE):
+        return (
+            f"cannot watch it: {exc.strerror or exc} (the inotify limits fs.inotify.max_user_watches / "
+            "max_user_instances are reached; raise them with sysctl)"
+        )
+    return f"cannot watch it: {exc.strerror or exc}"
+
+
+def watch(
+    thread_dir: str | os.PathLike[str],
+    *,
+    on_change: Callable[[Restored], None],
+    on_error: Callable[[HandoffError], None] | None = None,
+    debounce: float = DEFAULT_DEBOUNCE,
+    rescan: float = DEFAULT_RESCAN,
+) -> Watcher:
+    """Watch a thread directory and call back with each newly verified handoff; running on return.
+
+    At start the thread is restored (:meth:`HandoffStore.restore`): :attr:`Watcher.current`
+    holds the result when this returns, and ``on_change`` gets it first; a thread with nothing
+    saved yet starts with None and no call. Then every file event touching the primary
+    (``handoff.json`` / ``handoff.yaml``, an atomic save's rename onto it included) is a hint:
+    once the events settle for *debounce* seconds the primary is re-read and re-verified, as it
+    is every *rescan* seconds without events (the net for events the kernel drops).
+
+    What a re-read delivers to ``on_change``, as a :class:`Restored` from ``"primary"``: a sealed
+    generation newer than the last one delivered (never an older one); a person's valid but
+    unsealed edit, ``edited=True``, once per distinct content. A primary that is invalid,
+    damaged, missing or older goes to ``on_error``, once per distinct failure, and never
+    replaces :attr:`Watcher.current`; if :meth:`HandoffStore.restore` then finds a newer
+    verified generation in ``history/`` (or rebuilds one), that is delivered.
+
+    Callbacks run on the watcher's own thread, one at a time. An exception a callback raises
+    is logged (logger ``handoff_files.watch.watcher``) and the watch goes on; without ``on_error``,
+    failures are logged as warnings.
+
+    :param thread_dir: the thread directory (it must exist; the primary need not).
+    :param on_change: called with each newly delivered :class:`Restored`.
+    :param on_error: called with each distinct :class:`HandoffError` met on a re-read.
+    :param debounce: seconds of quiet after the last event before re-reading (at least 0).
+    :param rescan: seconds between re-reads when no event comes (more than 0).
+    :returns: the running :class:`Watcher`.
+    :raises HandoffNotFoundError: if the thread directory does not exist.
+    :raises HandoffValidationError: if *debounce* or *rescan* is out of range, or the
+        directory's name is not a valid id.
+    :raises HandoffError: if the directory cannot be watched or read.
+    """
+    path = Path(thread_dir).absolute()
+    if not debounce >= 0 or not rescan > 0:  # `not >=`: NaN is refused too
+        msg = f"debounce must be 0 or more and rescan more than 0 seconds, not {debounce!r} and {rescan!r}"
+        raise HandoffValidationError(path, msg)
+    store = HandoffStore(path)
+    if not store.path.is_dir():
+        msg = "no such thread directory to watch; create it first (HandoffStore(path).init() or a first save)"
+        raise HandoffNotFoundError(path, msg)
+    watcher = Watcher(store, on_change, on_error, debounce, rescan)
+    watcher._start()
+    return watcher
+
+
+class DirectoryWatch:
+    """A running :func:`watch_directory`; :meth:`stop` ends it. A context manager: leaving the block stops it."""
+
+    def __init__(self, path: Path, on_hint: Callable[[], None], rescan: float) -> None:
+        self.path = path
+        self._on_hint = on_hint
+        self._rescan = rescan
+        self._stopping = threading.Event()
+        self._observer: BaseObserver | None = None
+        self._timer: threading.Thread | None = None
+
+    def _start(self, wanted: Callable[[str], bool]) -> None:
+        try:
+            observer = Observer()
+        except OSError as exc:
+            raise HandoffError(self.path, _cannot_watch(exc)) from exc
+        try:
+            observer.schedule(_Hint(self._poke, wanted), os.fspath(self.path), recursive=False, event_filter=_HINTS)
+            observer.start()
+        except OSError as exc:
+            observer.stop()  # the constructor started its inotify reader thread: end it
+            raise HandoffError(self.path, _cannot_watch(exc)) from exc
+        self._observer = observer
+        self._timer = threading.Thread(target=self._tick, name=f"handoff-rescan {self.path.name}", daemon=True)
+        self._timer.start()
+
+    def _poke(self) -> None:
+        if self._stopping.is_set():
+            return
+        try:
+            self._on_hint()
+        except Exception:  # the caller's bug must not end the watch silently: log it, keep watching
+            logger.exception("directory watch on %s: on_hint raised; still watching", self.path)
+
+    def _tick(self) -> None:
+        while not self._stopping.wait(self._rescan):
+            self._poke()
+
+    def stop(self) -> None:
+        """Stop watching and join the observer's and the rescan timer's threads; idempotent.
+
+        No hint is given after this returns (one running at the time finishes first), unless it
+        is called from ``on_hint`` itself, which returns at once.
+        """
+        first = not self._stopping.is_set()
+        self._stopping.set()
+        _stop_observer(self._observer, first=first)
+        timer = self._timer
+        if timer is not None and timer is not threading.current_thread():
+            timer.join()
+
+    def __enter__(self) -> DirectoryWatch:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopping.is_set() else "running"
+        return f"<DirectoryWatch {os.fspath(self.path)!r}: {state}>"
+
+
+def watch_directory(
+    path: str | os.PathLike[str],
+    on_hint: Callable[[], None],
+    *,
+    rescan: float = DEFAULT_RESCAN,
+    wanted: Callable[[str], bool] | None = None,
+) -> DirectoryWatch:
+    """Call *on_hint* whenever a file in *path* may have changed, and every *rescan* seconds regardless.
+
+    A hint carries no data: the caller re-reads what it cares about. Events come from watchdog
+    (not recursive: only *path*'s own entries); the timer is the safety net for events the
+    kernel drops. *on_hint* runs on watchdog's thread or the timer's, possibly at the same time,
+    so it must be quick and thread-safe (``threading.Event.set`` is the usual choice); an
+    exception it raises is logged and the watch goes on.
+
+    :param path: an existing directory.
+    :param on_hint: called with no arguments on each hint.
+    :param rescan: seconds between hints when no event comes (more than 0).
+    :param wanted: which file names count (an atomic rename counts if its source or destination
+        does); default: every file.
+    :returns: the running :class:`DirectoryWatch`.
+    :raises HandoffNotFoundError: if *path* is not a directory.
+    :raises HandoffValidationError: if *rescan* is not more than 0.
+    :raises HandoffError: if the directory cannot be watched.
+    """
+    directory = Path(path).absolute()
+    if not rescan > 0:  # `not >`: NaN is refused too
+        msg = f"rescan must be more than 0 seconds, not {rescan!r}"
+        raise HandoffValidationError(directory, msg)
+    if not directory.is_dir():
+        msg = "no such directory to watch; create it first"
+        raise HandoffNotFoundError(directory, msg)
+    handle = DirectoryWatch(directory, on_hint, rescan)
+    handle._start(wanted if wanted is not None else _any_name)
+    return handle
+
+
+def _any_name(_name: str) -> bool:
+    return True
