@@ -44,6 +44,14 @@ _TOP_LEVEL: Final = frozenset(
 )
 _DECISION_FIELDS: Final = frozenset({"decision", "reason", "alternatives_considered", "reversible", "status"})
 _URGENCIES: Final = ("first", "primary", "after_primary", "if_time_permits")
+_STATUSES: Final = ("decided", "deferred", "reversed")
+
+
+def _named(value: Any, names: tuple[str, ...]) -> str | None:
+    """The 2.0 name *value* spells in any case (1.0 writers wrote ``DEFERRED`` as often as ``deferred``), or None."""
+    if isinstance(value, str) and value.lower() in names:
+        return value.lower()
+    return None
 
 
 def _aware(value: Any, what: str, notes: list[str]) -> str:
@@ -108,18 +116,32 @@ def _decisions(document: Mapping[Any, Any], data: dict[str, Any], notes: list[st
         extra = {key: decision[key] for key in decision if key not in _DECISION_FIELDS}
         if extra:
             _kept(data, f"decision_{i}_fields", extra, f"decision {i}'s extra fields", notes)
-        result.append({key: decision[key] for key in decision if key in _DECISION_FIELDS})
+        kept = {key: decision[key] for key in decision if key in _DECISION_FIELDS}
+        if "status" in kept:
+            status = _named(kept["status"], _STATUSES)
+            if status is None:
+                target = free_name(data, f"decision_{i}_status")
+                data[target] = kept.pop("status")
+                notes.append(
+                    f"decision {i} had status {quote(data[target])}, not a 2.0 status; kept as "
+                    f"state.data.{target}, and the decision reads as 'decided'"
+                )
+            else:
+                kept["status"] = status
+        result.append(kept)
     return result
 
 
 def _priorities(document: Mapping[Any, Any], data: dict[str, Any], notes: list[str]) -> list[Any]:
     result = []
     for i, priority in enumerate(list_of_objects(document, "priorities", "priority"), 1):
-        urgency = priority.get("urgency")
-        if urgency not in _URGENCIES:
+        urgency = _named(priority.get("urgency"), _URGENCIES)
+        if urgency is None:
+            target = free_name(data, f"priority_{i}_urgency")
+            data[target] = priority.get("urgency")
             notes.append(
-                f"priority {i} had urgency {quote(urgency)}, not a 2.0 urgency; kept its place in the order "
-                "with urgency 'primary'"
+                f"priority {i} had urgency {quote(data[target])}, not a 2.0 urgency; kept its place in the order "
+                f"with urgency 'primary', and the value as state.data.{target}"
             )
             urgency = "primary"
         extra = {key: priority[key] for key in priority if key not in ("task", "urgency")}

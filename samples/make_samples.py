@@ -114,7 +114,7 @@ ENVIRONMENT: Final = {
 }
 
 
-def legacy_checksum(state: LegacyState) -> str:
+def legacy_checksum(state: LegacyState | dict[str, Any]) -> str:
     """Return the 0.8/1.0 checksum: the first 16 hex digits of sha256 over ``json.dumps(state, sort_keys=True)``."""
     return hashlib.sha256(json.dumps(state, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
@@ -327,6 +327,46 @@ def v20_content() -> dict[str, Any]:
 # -- writing --------------------------------------------------------------------------------
 
 
+#: The 1.0 sample shaped as the five-layer write-up's own example is: statuses and urgencies in
+#: capitals, decisions with only ``decision``, ``reason`` and ``status``.
+WRITEUP: Final = "writeup-example"
+
+
+def v10_writeup_sample() -> dict[str, Any]:
+    """A 1.0 handoff as the widely read write-up spells it (upper-case statuses), from fixed data."""
+    state: dict[str, Any] = {
+        "session_id": 3,
+        "timestamp": "2026-10-02T09:14:00",
+        "active_tasks": ["write the migration for the orders table"],
+        "completed_tasks": ["read the legacy schema", "list the foreign keys"],
+        "blocked_tasks": [],
+        "environment": {"db": "staging"},
+        "error_count": 0,
+        "energy_level": 0.8,
+    }
+    return {
+        "schema_version": "1.0",
+        "session_id": 3,
+        "created_at": "2026-10-02T09:15:30",
+        "state": state,
+        "narrative": (
+            "The legacy schema is mapped and every foreign key is listed. The orders migration is next; "
+            "the archive tables wait for a decision on retention."
+        ),
+        "decisions": [
+            {"decision": "Migrate orders first", "reason": "Every other table refers to it", "status": "DECIDED"},
+            {"decision": "Keep the archive tables", "reason": "Retention policy not yet known", "status": "DEFERRED"},
+            {"decision": "Batch the copy by month", "reason": "Waiting on the DBA's review", "status": "PENDING"},
+        ],
+        "priorities": [
+            {"task": "write the orders migration", "urgency": "FIRST"},
+            {"task": "ask about archive retention", "urgency": "After_Primary"},
+        ],
+        "warnings": ["staging is shared with the reporting team between 02:00 and 04:00 UTC"],
+        "checksum": legacy_checksum(state),
+    }
+
+
 def dump_legacy(document: Handoff10 | Handoff08 | dict[str, Any]) -> bytes:
     """Render a legacy document as its writer did: ``json.dumps(handoff, indent=2)``, no final newline."""
     return json.dumps(document, indent=2).encode("utf-8")
@@ -449,6 +489,7 @@ def write_samples(out: Path, *, refresh_v2: bool = False) -> list[Path]:
     files: dict[Path, bytes] = {
         out / "v0.8" / f"{NAME}.json": v08,
         out / "v1.0" / f"{NAME}.json": v10,
+        out / "v1.0" / f"{WRITEUP}.json": dump_legacy(v10_writeup_sample()),
     }
     for fmt in ("json", "yaml"):
         path = out / "v2.0" / f"{NAME}.{fmt}"

@@ -149,6 +149,22 @@ def test_legacy_sample_loads_by_migrating_to_2_0_and_keeps_its_story(version: st
         assert [priority.model_dump() for priority in handoff.priorities] == old["priorities"]
 
 
+WRITEUP: Final = SAMPLES / "v1.0" / "writeup-example.json"
+
+
+def test_the_writeups_own_1_0_example_loads_with_statuses_in_any_case() -> None:
+    """Upper-case statuses and urgencies are read as 2.0's names; a status 2.0 has no name for is kept in data."""
+    old = json.loads(WRITEUP.read_bytes())
+    handoff = load(WRITEUP)
+    assert [decision.status for decision in handoff.decisions] == ["decided", "deferred", "decided"]
+    assert [decision.decision for decision in handoff.decisions] == [d["decision"] for d in old["decisions"]]
+    assert [priority.urgency for priority in handoff.priorities] == ["first", "after_primary"]
+    assert handoff.state.data["decision_3_status"] == "PENDING"
+    migrated = handoff.lineage.migrated_from
+    assert migrated is not None
+    assert any('decision 3 had status "PENDING"' in note for note in migrated.notes)
+
+
 @pytest.mark.parametrize("path", V20_PARAMS)
 def test_2_0_sample_loads_with_its_seal_verified(path: Path) -> None:
     handoff = load(path)  # load() verifies the seal or raises
