@@ -16,6 +16,8 @@ from pydantic import (
     ValidationInfo,
 )
 
+from handoff_files.foundation.names import ID_PATTERN
+
 __all__ = [
     "ID_PATTERN",
     "SCHEMA_VERSION",
@@ -36,8 +38,6 @@ __all__ = [
 #: The schema version this library writes.
 SCHEMA_VERSION: Final = "2.0"
 
-#: Agent and thread ids: a letter or digit, then up to 63 letters, digits, dots, underscores or dashes.
-ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 # Bounds. A handoff is a working summary, not an archive: these keep one file small enough
 # to read in a terminal and fast enough to load on restart.

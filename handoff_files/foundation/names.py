@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Final
 
-from handoff_files.format.model import ID_PATTERN
 from handoff_files.foundation.errors import InvalidNameError
 
-__all__ = ["check_id"]
+__all__ = ["ID_PATTERN", "check_id"]
+
+#: Agent and thread ids: a letter or digit, then up to 63 letters, digits, dots, underscores or dashes.
+ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 _ID = re.compile(ID_PATTERN)
 
