@@ -25,10 +25,16 @@ from bench.probe import Key, Node, Probe, tree_order
 from bench.report import machine_facts, markdown_table, ms, run_kind, text_table, write_report
 from bench.timing import Sample, interleaved
 from bench.workload import SIZES, build_content
+from handoff_files.format import content as content_module
 from handoff_files.format import loader
 from handoff_files.format import seal as sealing
 from handoff_files.foundation import atomic
+from handoff_files.foundation.lock import WriterLock
+from handoff_files.thread import commit as commit_module
+from handoff_files.thread import head as head_module
 from handoff_files.thread import store as store_module
+from handoff_files.thread.head import HeadTracker
+from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.store import DEFAULT_KEEP, HISTORY_DIR, HandoffStore
 
 __all__ = ["run_breakdown"]
@@ -54,28 +60,26 @@ def _where(args: Sequence[Any]) -> str:
 
 def _instrument(probe: Probe) -> None:
     """Wrap the internals of save and load, and the primitives under them."""
-    store_class = HandoffStore
-    probe.wrap(store_module, "_layers", "validate content", own="HandoffContent.model_validate")
-    probe.wrap(store_module, "_dump", "model_dump")
-    probe.wrap(store_class, "init", "init (mkdir -p)")
-    probe.wrap(store_class, "_remove_stray_temps", "remove stray temps (list thread dir + history/)")
-    probe.wrap_context(store_module, "writer_lock", "lock")
-    probe.wrap(store_class, "_head", "head")
-    probe.wrap(store_class, "_key", "key", own="lstat the primary")
-    probe.wrap(store_class, "_history_generations", "list history/", own="match names, build paths")
-    probe.wrap(store_class, "_scan", "scan (load and verify the newest files)")
+    probe.wrap(store_module, "layers_of", "validate content", own="HandoffContent.model_validate")
+    probe.wrap(content_module, "dump_layers", "model_dump")
+    probe.wrap(HandoffStore, "init", "init (mkdir -p)")
+    probe.wrap(ThreadDir, "remove_stray_temps", "remove stray temps (list thread dir + history/)")
+    probe.wrap_context(WriterLock, "held", "lock")
+    probe.wrap(HeadTracker, "current", "head", own="lstat the primary")
+    probe.wrap(ThreadDir, "generations", "list history/", own="match names, build paths")
+    probe.wrap(head_module, "scan", "scan (load and verify the newest files)")
     probe.wrap(sealing, "canonical", "canonical encode")
     probe.wrap(sealing, "digest", "hash")
     probe.wrap(sealing, "matches", "hash + compare")
-    probe.wrap(store_module, "render", "render")
-    probe.wrap(store_module, "write_durable", "write_durable", hint=_where)
+    probe.wrap(commit_module, "render", "render")
+    probe.wrap(commit_module, "write_durable", "write_durable", hint=_where)
     probe.wrap(tempfile, "mkstemp", "mkstemp")
-    probe.wrap(atomic, "_write_all", "write")
+    probe.wrap(atomic, "write_all", "write")
     probe.wrap(os, "fsync", "fsync")
     probe.wrap(os, "replace", "rename (os.replace)")
     probe.wrap(os, "link", "link")
     probe.wrap(atomic, "fsync_dir", "fsync dir", hint=_where, own="open + close")
-    probe.wrap(store_class, "_prune", "prune history/", own="sort")
+    probe.wrap(commit_module, "_prune", "prune history/", own="sort")
     probe.wrap(os, "listdir", "listdir")
     probe.wrap(os, "unlink", "unlink")
     probe.wrap(loader, "read_bytes", "read file", own="open, fstat, read, close")

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from handoff_files import HandoffStore, NoHandoffError, UnsealedEditError, load
+from handoff_files import HandoffParseError, HandoffStore, NoHandoffError, UnsealedEditError, load
 from handoff_files.thread.journal import Journal
+from handoff_files.thread.mirror import read_mirror
 
 STEPS = 4
 
@@ -206,3 +207,39 @@ def test_no_combination_of_damage_returns_unverified_data(
     trace = primary in ("truncated", "flipped") or newest_history != "deleted" or "ok" in (mirror, journal)
     if restored.generation < STEPS and trace:
         assert any("lost" in p for p in restored.problems), restored.problems
+
+
+def test_a_state_json_with_a_duplicated_key_is_refused_naming_the_file(thread_dir: Path) -> None:
+    """A lenient reader keeps the last of two keys (and the check still matches): the strict reader refuses it."""
+    store, seals = saved_thread(thread_dir)
+    data = store.mirror_path.read_bytes()
+    store.mirror_path.write_bytes(data.replace(b'  "generation": 4,', b'  "generation": 4,\n  "generation": 4,', 1))
+    with pytest.raises(HandoffParseError, match="duplicate key 'generation'") as caught:
+        read_mirror(store.mirror_path)
+    assert caught.value.path == str(store.mirror_path)
+    restored = HandoffStore(thread_dir).restore()
+    assert (restored.source, str(restored.handoff.seal)) == ("primary", seals[-1])
+    assert any("state.json" in p and "duplicate key" in p for p in restored.problems)
+
+
+def test_a_journal_line_with_a_duplicated_key_is_a_damaged_line(thread_dir: Path) -> None:
+    store, _ = saved_thread(thread_dir)
+    lines = store.journal.path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"event":"saved"', b'"event":"saved","event":"saved"', 1)
+    store.journal.path.write_bytes(b"\n".join(lines))
+    entries, problems = store.journal.entries()
+    assert problems == ["journal.jsonl line 2 is damaged (its check does not match)"]
+    assert len(entries) == STEPS - 1
+
+
+def test_the_journal_check_names_each_problem_by_kind_and_cuts_only_the_torn_tail(thread_dir: Path) -> None:
+    store, _ = saved_thread(thread_dir)
+    lines = store.journal.path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b"step", b"stop", 1)
+    store.journal.path.write_bytes(b"\n".join(lines) + b'{"at": "2026-11-21T00:00:00Z", "event": "sav')
+    _, problems = store.journal.check()
+    assert [(p.kind, p.line) for p in problems] == [("damaged", 2), ("torn", None)]
+    assert store.journal.cut_torn_tails() == [store.journal.path]
+    assert store.journal.cut_torn_tails() == []
+    _, problems = store.journal.check()
+    assert [(p.kind, p.line) for p in problems] == [("damaged", 2)]

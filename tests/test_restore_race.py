@@ -10,7 +10,9 @@ import pytest
 
 from handoff_files import HandoffStore
 from handoff_files.thread import recovery
+from handoff_files.thread import scan as scanning
 from handoff_files.thread.mirror import Mirror, read_mirror
+from handoff_files.thread.settings import ThreadSettings
 
 _WRITER = """
 import sys
@@ -32,7 +34,7 @@ def test_a_reader_descheduled_between_its_reads_never_rebuilds_a_generation_on_d
     the files scanned before state.json is read (the old order), most restores came back rebuilt.
     """
     HandoffStore(thread_dir).save({"state": {}, "narrative": "first."})
-    real_files = recovery._scan_files
+    real_files = scanning._scan_files
 
     def paused_mirror(path: Path) -> Mirror:
         time.sleep(0.005)
@@ -40,7 +42,7 @@ def test_a_reader_descheduled_between_its_reads_never_rebuilds_a_generation_on_d
         time.sleep(0.005)
         return mirror
 
-    def paused_files(store: HandoffStore) -> recovery.Scan:
+    def paused_files(store: ThreadSettings) -> scanning.Scan:
         time.sleep(0.005)
         found = real_files(store)
         time.sleep(0.005)
@@ -48,7 +50,7 @@ def test_a_reader_descheduled_between_its_reads_never_rebuilds_a_generation_on_d
 
     # a pause on each side of each read: whatever order restore reads in, a save lands in between
     monkeypatch.setattr(recovery, "read_mirror", paused_mirror)
-    monkeypatch.setattr(recovery, "_scan_files", paused_files)
+    monkeypatch.setattr(scanning, "_scan_files", paused_files)
     writer = subprocess.Popen([python, "-c", _WRITER, str(thread_dir)], env=subprocess_env)
     try:
         time.sleep(0.5)  # let the writer start saving

@@ -19,7 +19,7 @@ from bench.torture import faults as torture_faults
 from bench.torture.faults import Case, Operation, Outcome, check_case
 from bench.torture.oslayer import REAL, FaultKind, FaultLayer, Layer
 from handoff_files import HandoffStore, Restored, load
-from handoff_files.thread.store import HandoffStore as StoreClass
+from handoff_files.thread.layout import ThreadDir
 from tests.writer_child import content
 
 # -- the layer ---------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def test_check_catches_temp_files_the_next_open_leaves(
     thread, outcome = _run_case(operations, case, "leftovers")
     (thread / "history" / ".00000004.json.abcd1234.tmp").write_bytes(b"{")
     # a store whose opening forgets to clean up after a dead writer
-    monkeypatch.setattr(StoreClass, "_remove_stray_temps", lambda self: None)
+    monkeypatch.setattr(ThreadDir, "remove_stray_temps", lambda self: [])
     verdict = check_case(case, operations["save"], thread, outcome)
     assert verdict.leftovers == 1
 

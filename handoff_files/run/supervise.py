@@ -4,29 +4,35 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from types import FrameType
-from typing import Any, Final, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, Literal
 
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError, NoHandoffError
-from handoff_files.thread.journal import JOURNAL_NAME, Journal
-from handoff_files.thread.mirror import MIRROR_NAME
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.run.process import (
+    ForwardedSignals,
+    exit_status,
+    signal_name,
+    start_group,
+    stop_group,
+    sweep_group,
+)
+from handoff_files.run.restart import AckWatch, Unrestorable, restore_or_reason, restore_story
+from handoff_files.thread.journal import Journal
 from handoff_files.thread.results import Restored
-from handoff_files.thread.store import HISTORY_DIR, PRIMARY_STEM, HandoffStore
+from handoff_files.thread.store import HandoffStore
 
-__all__ = ["RunResult", "exit_status", "supervise"]
+__all__ = ["RunResult", "supervise"]
 
 #: How often the supervisor looks at the agent and the journal, in seconds.
 POLL_SECONDS: Final = 0.02
 #: Seconds between SIGTERM and SIGKILL when the supervisor stops an agent.
 DEFAULT_GRACE: Final = 5.0
-_FORWARDED: Final = (signal.SIGTERM, signal.SIGINT)
 
 Report = Callable[[str], None]
 
@@ -117,7 +123,7 @@ def supervise(
         dict(os.environ if env is None else env),
         report,
     )
-    with run.forwarding_signals():
+    with run.signals.catching():
         try:
             return run.run()
         finally:
@@ -155,43 +161,10 @@ class _Supervisor:
         self.env = env
         self.report = report
         self.proc: subprocess.Popen[bytes] | None = None
-        self.signals: list[int] = []  # received, in order; appended by the handler, read by the loop
-        self.forwarded = 0
+        self.signals = ForwardedSignals()
         self.restarts = 0
         self.acknowledged = 0
         self.generation = 0
-
-    # -- signals -----------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def forwarding_signals(self) -> Iterator[None]:
-        """Catch SIGTERM/SIGINT while the run lasts (only the main thread may install handlers)."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous: dict[int, Any] = {sig: signal.signal(sig, self._on_signal) for sig in _FORWARDED}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        # only note it: the loop (which polls every POLL_SECONDS) forwards it and stops
-        self.signals.append(signum)
-
-    def _forward_signals(self) -> None:
-        for signum in self.signals[self.forwarded :]:
-            self.forwarded += 1
-            if self.proc is not None and self.proc.poll() is None:
-                self._signal_group(self.proc, signum)
-
-    @staticmethod
-    def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
-        # the agent leads its own process group (process_group=0): signal the group, so what
-        # it started goes too; its pid cannot be reused while it is unreaped or its group lives
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signum)
 
     # -- the run -----------------------------------------------------------------------------
 
@@ -225,10 +198,10 @@ class _Supervisor:
 
     def _start_and_watch(self, restored: Restored | None) -> RunResult | str:
         """Start the agent once and watch it: the run's result if this ends it, else why to restart."""
-        if self.signals:
+        if self.signals.caught:
             return self._stopped_by_signal(None)
         # the journal's newest "resumed" line before the start: the agent's must differ from it
-        ack = _AckWatch(self.journal, restored, self.report) if restored is not None else None
+        ack = _Acknowledgement(self.journal, restored, self.report) if restored is not None else None
         started = self._start(restored)
         if isinstance(started, str):
             return self._fail(started)
@@ -268,7 +241,7 @@ class _Supervisor:
         return RunResult(exit_code, self.restarts, self.acknowledged, self.generation, reason)
 
     def _stopped_by_signal(self, outcome: _Outcome | None) -> RunResult:
-        name = _signal_name(self.signals[0])
+        name = signal_name(self.signals.caught[0])
         if outcome is None:  # it came between two starts
             reason = f"stopped by {name} before the agent was (re)started"
         else:
@@ -279,7 +252,7 @@ class _Supervisor:
     def _sleep(self, seconds: float) -> bool:
         """Wait *seconds*; False if a signal asked the run to stop meanwhile."""
         deadline = time.monotonic() + seconds
-        while not self.signals:
+        while not self.signals.caught:
             left = deadline - time.monotonic()
             if left <= 0:
                 return True
@@ -290,46 +263,18 @@ class _Supervisor:
 
     def _restore(self) -> Restored | str | None:
         """The generation the next start resumes from (None: a fresh start), or why there is none."""
-        try:
-            restored = self.store.restore()
-        except NoHandoffError as exc:
-            if self._holds_anything():
-                # files are there but none verifies: starting the agent empty is what this exists to stop
-                return f"not starting the agent without its context: {exc.reason} (see `handoff doctor`)"
-            self.generation = 0
-            return None
-        except HandoffError as exc:
-            return f"cannot restore the thread, so not starting the agent: {exc}"
-        self.generation = restored.generation
+        restored = restore_or_reason(self.store)
+        if isinstance(restored, Unrestorable):
+            return str(restored)
+        self.generation = 0 if restored is None else restored.generation
         return restored
-
-    def _holds_anything(self) -> bool:
-        """Whether the thread has any file a save writes (a fresh thread has none, or only empty folders)."""
-        names = (f"{PRIMARY_STEM}.json", f"{PRIMARY_STEM}.yaml", MIRROR_NAME, JOURNAL_NAME, self.journal.previous.name)
-        history = self.store.history_dir
-        try:
-            listed = os.listdir(history) if history.is_dir() else []  # a temp file (".name") is no save
-            return any((self.store.path / name).exists() for name in names) or any(
-                not name.startswith(".") for name in listed
-            )
-        except OSError:
-            return True  # cannot look: assume there is something to lose
 
     def _tell_restore(self, restored: Restored | None) -> None:
         if restored is None:
             self.report(f"fresh start: {self.store.path} holds no handoff yet; the agent starts at generation 0")
             return
-        where = {
-            "primary": f"the primary ({restored.path.name})",
-            "history": f"{HISTORY_DIR}/{restored.path.name} (not the primary)",
-            "journal": f"the journal ({restored.path.name}): its files were lost after the commit",
-            "rebuilt": f"{MIRROR_NAME} and the journal (rebuilt: the handoff files were lost)",
-            "file": str(restored.path),
-        }[restored.source]
-        edited = ", a person's unsealed edit" if restored.edited else ""
-        self.report(f"restored generation {restored.generation} from {where}{edited}")
-        for problem in restored.problems:
-            self.report(f"restore of generation {restored.generation}: {problem}")
+        for line in restore_story(restored):
+            self.report(line)
 
     # -- one start ---------------------------------------------------------------------------
 
@@ -339,17 +284,15 @@ class _Supervisor:
         directory = os.path.abspath(self.store.path)  # noqa: PTH100 -- resolve() would follow symlinks
         env = {**self.env, "HANDOFF_DIR": directory, "HANDOFF_GENERATION": str(self.generation)}
         try:
-            # its own process group: the terminal's Ctrl-C reaches the supervisor, which forwards
-            # it, and a stop reaches whatever the agent started; no stdin: an agent restarted in a
-            # background group would be stopped (SIGTTIN) by a read from the terminal, silently
-            self.proc = subprocess.Popen(self.command, env=env, stdin=subprocess.DEVNULL, process_group=0)
+            # its own process group: the terminal's Ctrl-C reaches the supervisor, which forwards it
+            self.proc = start_group(self.command, env)
         except OSError as exc:
             return f"cannot start the agent {self.command[0]!r}: {exc.strerror or exc}"
         wait = f"; it has {self.policy.ack_timeout:g} s to acknowledge it" if restored is not None else ""
         self.report(f"started the agent (pid {self.proc.pid}) on generation {self.generation}{wait}")
         return self.proc
 
-    def _watch(self, proc: subprocess.Popen[bytes], ack: _AckWatch | None) -> _Outcome:
+    def _watch(self, proc: subprocess.Popen[bytes], ack: _Acknowledgement | None) -> _Outcome:
         """Wait until the agent exits, misses its acknowledgement, or a signal arrives."""
         started = time.monotonic()
         deadline = started + self.policy.ack_timeout
@@ -361,9 +304,10 @@ class _Supervisor:
                 acknowledged = ack.arrived()
             if status is not None:
                 seconds = time.monotonic() - started
-                self._sweep_group(proc)
+                sweep_group(proc, grace=self.policy.grace, poll=POLL_SECONDS)
+                self._forget(proc)
                 return _Outcome("exited", status, seconds, acknowledged)
-            if self.signals:
+            if self.signals.caught:
                 status = self._stop(proc, forward=True)
                 return _Outcome("signal", status, time.monotonic() - started, acknowledged)
             if ack is not None and not acknowledged and time.monotonic() > deadline:
@@ -394,88 +338,47 @@ class _Supervisor:
 
     def _stop(self, proc: subprocess.Popen[bytes], *, forward: bool) -> int:
         """Stop *proc*'s group: with *forward*, by the signals received (each passed on as it comes), else SIGTERM."""
-        if proc.poll() is None:
-            if not forward:
-                self._signal_group(proc, signal.SIGTERM)
-            deadline = time.monotonic() + self.policy.grace
-            while proc.poll() is None and time.monotonic() < deadline:
-                if forward:
-                    self._forward_signals()
-                time.sleep(POLL_SECONDS)
-            if proc.poll() is None:
-                self._signal_group(proc, signal.SIGKILL)
-                proc.wait()
-        self._sweep_group(proc)
-        return proc.returncode
+        status = stop_group(
+            proc,
+            grace=self.policy.grace,
+            signum=None if forward else signal.SIGTERM,
+            waiting=functools.partial(self.signals.forward, proc) if forward else None,
+            poll=POLL_SECONDS,
+        )
+        self._forget(proc)
+        return status
 
-    def _sweep_group(self, proc: subprocess.Popen[bytes]) -> None:
-        """Stop what the exited agent left running in its process group: it would be an orphan."""
+    def _forget(self, proc: subprocess.Popen[bytes]) -> None:
         if self.proc is proc:
             self.proc = None  # reaped and swept: nothing of it is left to stop
-        try:
-            os.killpg(proc.pid, 0)
-        except (ProcessLookupError, PermissionError):
-            return  # the group is gone: the usual case
-        self._signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + self.policy.grace
-        while time.monotonic() < deadline:
-            time.sleep(POLL_SECONDS)
-            try:
-                os.killpg(proc.pid, 0)
-            except (ProcessLookupError, PermissionError):
-                return
-        self._signal_group(proc, signal.SIGKILL)
 
 
-class _AckWatch:
-    """Spots the agent's acknowledgement: a "resumed" journal line newer than the one there before the start.
+class _Acknowledgement:
+    """Whether the agent acknowledged the generation restored for it: a new "resumed" line of it or a newer one.
 
-    The journal is read from its end (:meth:`Journal.last`), and only when ``journal.jsonl``
-    changed (inode, size, mtime), so waiting costs a ``stat`` per poll. A line counts as new when
-    it differs from the newest "resumed" line seen before the start: the line holds its time to
-    the millisecond, so the agent's own line can only equal an older one if it was written in the
-    same millisecond about the same generation, which the start of a process rules out. Counting
-    lines would read the whole journal, and its count drops when the journal rotates.
+    Each problem is told once: the supervisor looks every poll, a person needs to hear it once.
     """
 
     def __init__(self, journal: Journal, restored: Restored, report: Report) -> None:
-        self.journal = journal
         self.restored = restored
         self.report = report
-        self.seen: tuple[int, int, int] | None = self._stat()
-        self.before = self._last_resumed()
         self.told: set[str] = set()
+        self.watch = AckWatch(journal, on_error=self._unreadable)
 
-    def _stat(self) -> tuple[int, int, int] | None:
-        try:
-            st = self.journal.path.stat()
-        except OSError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-    def _last_resumed(self) -> dict[str, Any] | None:
-        try:
-            entry, _ = self.journal.last("resumed")
-        except HandoffError as exc:
-            self._tell(f"cannot read the journal to see the acknowledgement: {exc.reason}")
-            return None
-        return None if entry is None else entry.fields()
+    def _unreadable(self, exc: HandoffError) -> None:
+        self._tell(f"cannot read the journal to see the acknowledgement: {exc.reason}")
 
     def _tell(self, message: str) -> None:
-        if message not in self.told:  # a poll repeats; a person needs to hear it once
+        if message not in self.told:
             self.told.add(message)
             self.report(message)
 
     def arrived(self) -> bool:
         """Whether a new "resumed" line of the restored generation (or a newer one) is in the journal."""
-        now = self._stat()
-        if now == self.seen:
+        entry = self.watch.new_line()
+        if entry is None:
             return False
-        self.seen = now
-        fields = self._last_resumed()
-        if fields is None or fields == self.before:
-            return False
-        generation = fields.get("generation")
+        generation = entry.generation
         if isinstance(generation, int) and generation < self.restored.generation:
             self._tell(
                 f"the agent acknowledged generation {generation}, older than generation "
@@ -484,18 +387,6 @@ class _AckWatch:
             return False
         self.report(f"the agent acknowledged its context: resumed from generation {generation}")
         return True
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def exit_status(status: int) -> str:
-    """A child's exit status in words: "killed by SIGKILL", "exited with status 3"."""
-    return f"killed by {_signal_name(-status)}" if status < 0 else f"exited with status {status}"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -4,47 +4,38 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.model import MAX_INT, SCHEMA_VERSION
-from handoff_files.foundation.atomic import fsync_dir, fsync_file, write_durable, write_durable_together
-from handoff_files.foundation.errors import HandoffValidationError, HandoffWriteError
+from handoff_files.foundation.atomic import fsync_dir, fsync_file, lexists, write_durable, write_durable_together
+from handoff_files.foundation.clock import file_stamp, iso_z, utc_now
+from handoff_files.foundation.errors import (
+    HandoffValidationError,
+    HandoffWriteError,
+    TransferRefusedError,
+)
+from handoff_files.thread.head import Head
+from handoff_files.thread.layout import TRANSFERRED_NAME
 from handoff_files.thread.mirror import mirror_bytes
 from handoff_files.thread.recovery import summary_fields
 from handoff_files.thread.results import SaveReceipt
+from handoff_files.thread.settings import Durability, ThreadSettings
 
-if TYPE_CHECKING:
-    from handoff_files.thread.store import Durability, HandoffStore
-
-__all__ = ["Head", "commit"]
+__all__ = ["commit"]
 
 # the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
 _ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
-    """What the next save chains from."""
-
-    generation: int  # highest generation seen anywhere (0 for a new thread)
-    parent: str | None  # seal of the newest verified generation
-    agent_id: str | None
-    thread_id: str | None
-    primary: Literal["ok", "missing", "bad", "legacy"]
-    saves: int = 0  # saves so far, as state.json counts them
-
-
 def commit(
-    store: HandoffStore,
+    thread: ThreadSettings,
     layers: dict[str, Any],
     head: Head,
     listing: list[tuple[int, str]],
     *,
-    ids: tuple[str, str],
     lineage: dict[str, Any] | None,
     after: int,
     event: str,
@@ -52,50 +43,114 @@ def commit(
 ) -> tuple[SaveReceipt, Head]:
     """Write the generation after *head* (call under the writers' lock); return its receipt and the new head.
 
+    :param thread: the thread to write.
+    :param layers: the five layers (and optionally ``context``), JSON mode.
+    :param head: what the generation chains from (:class:`~handoff_files.thread.head.HeadTracker`).
     :param listing: ``history/``'s generation files, newest first (for pruning and checkpoints).
-    :param ids: the agent and thread ids the generation carries.
-    :raises HandoffValidationError: if the content cannot be sealed, or is too large to read back.
+    :param lineage: ``adopted_from`` and ``migrated_from`` (default: neither).
+    :param after: a generation the new one must follow too (a migrated file's own).
+    :param event: the journal event: ``"saved"``, ``"sealed"``, ``"migrated"`` or ``"adopted"``.
+    :param durability: when the save is acknowledged (see :data:`Durability`).
+    :returns: the receipt, and the head the next save chains from.
+    :raises TransferRefusedError: if the thread was transferred and is closed.
+    :raises HandoffValidationError: if the thread is another agent's, if the content cannot be
+        sealed, or if it is too large to read back.
     :raises HandoffWriteError: if the disk refuses.
     """
+    _check_writable(thread, head)
+    ids = thread.ids(head.agent_id, head.thread_id)
+    created_at = utc_now()
+    document, seal_text = _sealed(thread, layers, head, ids, created_at, lineage=lineage, after=after)
+    data = render({key: document[key] for key in _ORDER if key in document}, thread.format)
+    if len(data) > MAX_FILE_BYTES:
+        # never acknowledge a generation the loader would refuse to read back
+        msg = f"handoff would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; trim context or data"
+        raise HandoffValidationError(thread.path, msg)
+    journal_first = durability == "journal"
+    problems = _keep_replaced_primary(thread, head, created_at, journal_first=journal_first)
+    _write(
+        thread,
+        document,
+        data,
+        seal_text=seal_text,
+        head=head,
+        listing=listing,
+        event=event,
+        journal_first=journal_first,
+    )
+    generation: int = document["generation"]
+    receipt = SaveReceipt(generation, seal_text, thread.primary, created_at, tuple(problems))
+    return receipt, Head(generation, seal_text, ids[0], ids[1], "ok", head.saves + 1)
+
+
+def _check_writable(thread: ThreadSettings, head: Head) -> None:
+    """Refuse a save into a transferred thread, or into another agent's."""
+    if lexists(thread.layout.transferred):
+        msg = f"thread was transferred (see {TRANSFERRED_NAME}) and is closed; the agent that adopted it carries on"
+        raise TransferRefusedError(thread.path, msg)
+    if head.agent_id and thread.agent_id and head.agent_id != thread.agent_id:
+        msg = f"thread belongs to agent {head.agent_id!r}, not {thread.agent_id!r}; adopt it into a new thread instead"
+        raise HandoffValidationError(thread.path, msg)
+
+
+def _sealed(
+    thread: ThreadSettings,
+    layers: dict[str, Any],
+    head: Head,
+    ids: tuple[str, str],
+    created_at: dt.datetime,
+    *,
+    lineage: dict[str, Any] | None,
+    after: int,
+) -> tuple[dict[str, Any], str]:
+    """The next generation's whole document, sealed, and its seal as text."""
     generation = max(head.generation, after) + 1
     if generation > MAX_INT:
         msg = f"the next generation would be {generation}, past the 64-bit limit; start a new thread"
-        raise HandoffValidationError(store.path, msg)
-    created_at = dt.datetime.now(dt.UTC)
+        raise HandoffValidationError(thread.path, msg)
     document = {
         "schema_version": SCHEMA_VERSION,
         "agent_id": ids[0],
         "thread_id": ids[1],
         "generation": generation,
-        "created_at": created_at.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+        "created_at": iso_z(created_at, timespec="microseconds"),
         "parent": head.parent,
         "lineage": lineage or {"adopted_from": None, "migrated_from": None},
         **layers,
     }
     try:
-        checksum = sealing.digest(sealing.canonical(document), store.algorithm)
+        checksum = sealing.digest(sealing.canonical(document), thread.algorithm)
     except ValueError as exc:
         msg = f"not valid handoff content: {exc}"
-        raise HandoffValidationError(store.path, msg) from exc
-    document["seal"] = {"algorithm": store.algorithm, "digest": checksum}
-    data = render({key: document[key] for key in _ORDER if key in document}, store.format)
-    if len(data) > MAX_FILE_BYTES:
-        # never acknowledge a generation the loader would refuse to read back
-        msg = f"handoff would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; trim context or data"
-        raise HandoffValidationError(store.path, msg)
-    journal_first = durability == "journal"
-    problems = _keep_replaced_primary(store, head, created_at, journal_first=journal_first)
-    history_file = store.history_dir / f"{generation:08d}{store.primary.suffix}"
-    seal_text = f"{store.algorithm}:{checksum}"
+        raise HandoffValidationError(thread.path, msg) from exc
+    document["seal"] = {"algorithm": thread.algorithm, "digest": checksum}
+    return document, f"{thread.algorithm}:{checksum}"
+
+
+def _write(
+    thread: ThreadSettings,
+    document: dict[str, Any],
+    data: bytes,
+    *,
+    seal_text: str,
+    head: Head,
+    listing: list[tuple[int, str]],
+    event: str,
+    journal_first: bool,
+) -> None:
+    """Write the sealed generation: history, primary, state.json and the journal line, in the durability's order."""
+    generation: int = document["generation"]
+    history_file = thread.layout.generation_file(generation, thread.format)
+    journal = thread.journal
     summary = summary_fields(document)
     if journal_first:
         # the commit point is one fdatasync of a line holding the whole sealed document;
         # the files below are copies a crash may lose, and restore falls back to this line
-        store.journal.append(
+        journal.append(
             event,
             generation=generation,
             seal=seal_text,
-            before_rotate=lambda: _checkpoint(store, listing),
+            before_rotate=lambda: _checkpoint(thread, listing),
             document=document,
             durability="journal",
             **summary,
@@ -108,8 +163,8 @@ def commit(
     mirror = mirror_bytes(
         generation=generation,
         seal=seal_text,
-        agent_id=ids[0],
-        thread_id=ids[1],
+        agent_id=document["agent_id"],
+        thread_id=document["thread_id"],
         created_at=document["created_at"],
         state=document["state"],
         saves=head.saves + 1,
@@ -118,52 +173,53 @@ def commit(
     if journal_first:
         write_durable(history_file, data, sync=False)
     # the primary and state.json share one directory fsync
-    write_durable_together([(store.primary, data), (store.mirror_path, mirror)], sync=not journal_first)
+    write_durable_together([(thread.primary, data), (thread.layout.mirror, mirror)], sync=not journal_first)
     if not journal_first:
         # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
         # "migrated" (an older file rewritten) or "adopted"; each carries the summary a rebuild reads
-        store.journal.append(event, generation=generation, seal=seal_text, **summary)
-    _prune(store, [(generation, history_file.name), *listing])
-    receipt = SaveReceipt(generation, seal_text, store.primary, created_at, tuple(problems))
-    return receipt, Head(generation, seal_text, ids[0], ids[1], "ok", head.saves + 1)
+        journal.append(event, generation=generation, seal=seal_text, **summary)
+    _prune(thread, [(generation, history_file.name), *listing])
 
 
 def _keep_replaced_primary(
-    store: HandoffStore, head: Head, created_at: dt.datetime, *, journal_first: bool
+    thread: ThreadSettings, head: Head, created_at: dt.datetime, *, journal_first: bool
 ) -> list[str]:
     """Keep a primary that does not verify (an edit, damage) or is an older version: never overwrite it unseen."""
     if head.primary not in ("bad", "legacy"):
         return []
     prefix = "displaced" if head.primary == "bad" else "legacy"
-    kept = store.history_dir / f"{prefix}-{created_at:%Y%m%dT%H%M%S%fZ}{store.primary.suffix}"
+    primary, history_dir = thread.primary, thread.layout.history_dir
+    kept = thread.layout.kept_copy(prefix, file_stamp(created_at), primary.suffix)
     try:
-        os.link(store.primary, kept)
+        os.link(primary, kept)
         if journal_first:
-            fsync_dir(store.history_dir)  # a full save's history write makes the link durable too
+            fsync_dir(history_dir)  # a full save's history write makes the link durable too
     except OSError as exc:
         msg = f"cannot keep the replaced primary before replacing it: {exc.strerror or exc}"
-        raise HandoffWriteError(store.primary, msg) from exc
+        raise HandoffWriteError(primary, msg) from exc
     why = "did not verify" if head.primary == "bad" else "was an older version"
-    return [f"the primary {why}; kept it as {store.history_dir.name}/{kept.name}"]
+    return [f"the primary {why}; kept it as {history_dir.name}/{kept.name}"]
 
 
-def _checkpoint(store: HandoffStore, listing: list[tuple[int, str]]) -> None:
+def _checkpoint(thread: ThreadSettings, listing: list[tuple[int, str]]) -> None:
     """Make a journal-first save's files durable: the journal is about to drop its older lines."""
+    history_dir = thread.layout.history_dir
     try:
-        for path in (*(store.history_dir / name for _, name in listing[:1]), store.primary, store.mirror_path):
+        for path in (*(history_dir / name for _, name in listing[:1]), thread.primary, thread.layout.mirror):
             fsync_file(path)
-        fsync_dir(store.history_dir)
-        fsync_dir(store.path)
+        fsync_dir(history_dir)
+        fsync_dir(thread.path)
     except OSError as exc:
         msg = f"cannot make the journal-first copies durable before rotating the journal: {exc.strerror or exc}"
-        raise HandoffWriteError(store.path, msg) from exc
+        raise HandoffWriteError(thread.path, msg) from exc
 
 
-def _prune(store: HandoffStore, listing: list[tuple[int, str]]) -> None:
+def _prune(thread: ThreadSettings, listing: list[tuple[int, str]]) -> None:
     """Remove history files past the newest ``keep`` (*listing*: the generation files, newest first)."""
-    for _, name in listing[store.keep :]:
+    history_dir = thread.layout.history_dir
+    for _, name in listing[thread.keep :]:
         try:
-            os.unlink(store.history_dir / name)
+            os.unlink(history_dir / name)
         except FileNotFoundError:
             pass
         except OSError:

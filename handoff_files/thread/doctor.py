@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from handoff_files.format.codec import MAX_FILE_BYTES, render
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.atomic import fsync_dir, read_bytes, stray_temps, write_durable
+from handoff_files.foundation.atomic import fsync_dir, read_bytes, write_durable
+from handoff_files.foundation.clock import file_stamp
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, NoHandoffError
-from handoff_files.thread.journal import JOURNAL_NAME, torn
-from handoff_files.thread.mirror import MIRROR_NAME, mirror_bytes, read_mirror
-from handoff_files.thread.recovery import SAVE_EVENTS, journal_saves
-
-if TYPE_CHECKING:
-    from handoff_files.thread.store import HandoffStore
+from handoff_files.thread.journal import SAVE_EVENTS
+from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
+from handoff_files.thread.mirror import mirror_bytes, read_mirror
+from handoff_files.thread.scan import journal_saves
+from handoff_files.thread.store import HandoffStore
 
 __all__ = ["Finding", "examine"]
 
@@ -51,7 +50,7 @@ def examine(store: HandoffStore, *, repair: bool = False) -> list[Finding]:
         raise NoHandoffError(store.path, msg)
     if repair:
         store.init()
-        with store._lock.held():
+        with store.locked():
             return _examine(store, repair=True)
     return _examine(store, repair=False)
 
@@ -93,7 +92,8 @@ def _check_journal_document(
             findings.append(Finding("warning", what, "that save was never acknowledged, or its document is lost"))
             continue
         what = f"generation {entry.generation} survives only in its journal line: a crash lost its files"
-        target = store.history_dir / f"{entry.generation:08d}{store.primary.suffix}"
+        # a verified document holds its line's generation
+        target = store.layout.generation_file(handoff.generation, store.format)
         if not repair:
             findings.append(Finding("error", what, f"`handoff doctor --repair` writes history/{target.name} from it"))
             return newest
@@ -107,10 +107,10 @@ def _check_history(store: HandoffStore, findings: list[Finding]) -> tuple[Handof
     """Verify every history generation and the parent chain; return the newest verified one and its file."""
     verified: dict[int, Handoff] = {}
     files: dict[int, Path] = {}
-    listing = store._history_generations()
+    listing = store.layout.generations()
     for generation, name in listing:
         try:
-            handoff = load(store.history_dir / name, follow_symlinks=False)
+            handoff = load(store.layout.history_dir / name, follow_symlinks=False)
         except HandoffError as exc:
             findings.append(
                 Finding("error", f"history/{name} does not verify: {exc.reason}", "it is skipped on restore")
@@ -120,7 +120,7 @@ def _check_history(store: HandoffStore, findings: list[Finding]) -> tuple[Handof
             findings.append(Finding("error", f"history/{name} holds generation {handoff.generation}"))
             continue
         verified[generation] = handoff
-        files[generation] = store.history_dir / name
+        files[generation] = store.layout.history_dir / name
     for generation, handoff in sorted(verified.items()):
         before = verified.get(generation - 1)
         if before is not None and before.seal is not None and handoff.parent != str(before.seal):
@@ -165,11 +165,10 @@ def _check_primary(
         findings.append(Finding("error", problem, f"`handoff doctor --repair` rewrites it from {source.name}"))
         return
     if store.primary.exists():
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        kept = store.history_dir / f"displaced-doctor-{stamp}-{name}"
+        kept = store.layout.kept_copy("displaced-doctor", file_stamp(), f"-{name}")
         os.replace(store.primary, kept)
-        fsync_dir(store.history_dir)
-        problem += f" (kept as history/{kept.name})"
+        fsync_dir(store.layout.history_dir)
+        problem += f" (kept as {HISTORY_DIR}/{kept.name})"
     data, _ = read_bytes(source, MAX_FILE_BYTES, follow_symlinks=False)
     write_durable(store.primary, data)
     store.journal.append(
@@ -219,17 +218,21 @@ def _check_journal(
     store: HandoffStore, found: tuple[Handoff, Path] | None, findings: list[Finding], *, repair: bool
 ) -> None:
     newest = found[0] if found else None
-    entries, problems = store.journal.entries()
+    journal = store.journal
+    entries, problems = journal.check()
+    if repair and any(problem.kind == "torn" for problem in problems):
+        journal.cut_torn_tails()
     for problem in problems:
-        if "torn" in problem and repair:
-            for path in (store.journal.path, store.journal.previous):
-                if torn(path):
-                    _cut_torn(path)
-            findings.append(Finding("repaired", problem, "cut the torn line"))
-        elif "torn" in problem:
-            findings.append(Finding("warning", problem, "`handoff doctor --repair` cuts it (so does the next save)"))
+        if problem.kind == "torn" and repair:
+            findings.append(Finding("repaired", problem.what, "cut the torn line"))
+        elif problem.kind == "torn":
+            findings.append(
+                Finding("warning", problem.what, "`handoff doctor --repair` cuts it (so does the next save)")
+            )
         else:
-            findings.append(Finding("unrepaired" if repair else "error", problem, "the line is lost; the rest reads"))
+            findings.append(
+                Finding("unrepaired" if repair else "error", problem.what, "the line is lost; the rest reads")
+            )
     saves = [e for e in entries if e.event in SAVE_EVENTS]
     if not saves:
         findings.append(Finding("warning", f"{JOURNAL_NAME} records no save"))
@@ -243,17 +246,6 @@ def _check_journal(
         findings.append(
             Finding("ok", f"{JOURNAL_NAME}: {len(entries)} line(s), last save generation {last.generation}")
         )
-
-
-def _cut_torn(path: Path) -> None:
-    data = path.read_bytes()
-    cut = data.rfind(b"\n")
-    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
-    try:
-        os.ftruncate(fd, cut + 1)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _check_modes(store: HandoffStore, findings: list[Finding], *, repair: bool) -> None:
@@ -281,12 +273,12 @@ def _check_modes(store: HandoffStore, findings: list[Finding], *, repair: bool) 
 
 
 def _check_temps(store: HandoffStore, findings: list[Finding], *, repair: bool) -> None:
-    temps = stray_temps(store.path) + stray_temps(store.history_dir)
+    temps = store.layout.stray_temps()
     if not temps:
         return
     names = ", ".join(p.name for p in temps)
     if repair:  # under the lock: no live writer owns them
-        store._remove_stray_temps()
+        store.layout.remove_stray_temps()
         findings.append(Finding("repaired", f"temp files a crashed writer left: {names}", "removed them"))
     else:
         findings.append(Finding("warning", f"temp files a crashed writer left: {names}", "the next open removes them"))

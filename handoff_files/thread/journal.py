@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import orjson
 
+from handoff_files.format.codec import MAX_FILE_BYTES, parse_json
 from handoff_files.format.seal import self_check
 from handoff_files.foundation.atomic import fsync_dir, write_all
+from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
+from handoff_files.thread.layout import JOURNAL_NAME, ThreadDir
+from handoff_files.thread.tail import cut_torn_tail, lines_backwards, torn
 
-__all__ = ["DOCUMENT", "EVENTS", "JOURNAL_NAME", "Entry", "Journal", "torn"]
+__all__ = ["DOCUMENT", "EVENTS", "JOURNAL_NAME", "SAVE_EVENTS", "Entry", "Journal", "JournalProblem", "torn"]
 
-JOURNAL_NAME: Final = "journal.jsonl"
 #: The events a journal records.
 EVENTS: Final = frozenset(
     {
@@ -35,14 +37,18 @@ EVENTS: Final = frozenset(
         "document",
     }
 )
+#: The journal events that record a new generation.
+SAVE_EVENTS: Final = ("saved", "sealed", "migrated", "adopted")
 #: Past this size the journal is rotated: the current file becomes ``journal.1.jsonl`` (the one
 #: before that is dropped), so the journal never grows without bound.
 ROTATE_BYTES: Final = 1 << 20
-_TAIL_BLOCK: Final = 64 * 1024
 #: A journal-first save writes two lines at once: a "document" line holding the whole sealed
 #: document under this key, then its ordinary, small event line. The event line commits it.
 DOCUMENT: Final = "document"
 _CHECK_LEN: Final = 16
+# a document line holds one handoff (at most MAX_FILE_BYTES as its file) written compactly, whose
+# escapes (\u0001 where YAML writes \x01) can make it longer than its file: room for twice that
+_LINE_LIMIT: Final = 2 * MAX_FILE_BYTES
 
 
 def _check(fields: dict[str, Any]) -> str:
@@ -94,11 +100,32 @@ class Entry:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class JournalProblem:
+    """A journal line that does not read: a torn tail (cut by the next append, or the doctor) or a damaged line (lost).
+
+    ``line`` is the damaged line's number in its file (None for a torn tail); ``what`` says it for a person.
+    """
+
+    kind: Literal["torn", "damaged"]
+    path: Path
+    line: int | None
+    what: str
+
+    def __str__(self) -> str:
+        return self.what
+
+
+def _torn_problem(path: Path) -> JournalProblem:
+    what = f"{path.name} ends in a torn line (a crash mid-append); the next append cuts it"
+    return JournalProblem("torn", path, None, what)
+
+
 def _parse_line(raw: bytes) -> Entry | None:
     """An entry if *raw* is a whole, self-consistent line; None if it is damaged."""
     try:
-        fields = orjson.loads(raw)
-    except (ValueError, RecursionError):  # orjson refuses NaN, integers past 64 bits and deep nesting
+        fields = parse_json(raw, JOURNAL_NAME, limit=_LINE_LIMIT)
+    except (HandoffError, RecursionError):  # the strict reader refuses it: the line is damaged
         return None
     if not isinstance(fields, dict) or not isinstance(fields.get("check"), str):
         return None
@@ -122,12 +149,13 @@ def _parse_line(raw: bytes) -> Entry | None:
 class Journal:
     """A thread's journal file. Appends are durable (fdatasync) and made by writers under the lock.
 
-    :param directory: the thread directory.
+    :param directory: the thread directory, or its :class:`ThreadDir`.
     """
 
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / JOURNAL_NAME
-        self.previous = directory / "journal.1.jsonl"
+    def __init__(self, directory: str | os.PathLike[str] | ThreadDir) -> None:
+        layout = directory if isinstance(directory, ThreadDir) else ThreadDir(directory)
+        self.path = layout.journal
+        self.previous = layout.previous_journal
 
     def append(
         self,
@@ -151,14 +179,7 @@ class Journal:
             event line after it commits it; a reader parses the long line only when it needs it.
         :raises HandoffWriteError: if the lines cannot be written and synced.
         """
-        entry = Entry(
-            event,
-            dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            generation,
-            seal,
-            " ".join(summary.split())[:300],
-            extra,
-        )
+        entry = Entry(event, iso_z(), generation, seal, " ".join(summary.split())[:300], extra)
         line = _encode(entry.fields())
         if document is not None:
             held = Entry("document", entry.at, generation, seal, f"the whole sealed generation {generation}", {})
@@ -168,7 +189,7 @@ class Journal:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             try:
                 # cut a torn tail first, so neither this line nor a rotation carries it along
-                self._cut_torn_tail(fd)
+                cut_torn_tail(fd)
                 if os.fstat(fd).st_size > ROTATE_BYTES:
                     os.close(fd)
                     fd = -1
@@ -189,21 +210,31 @@ class Journal:
             raise HandoffWriteError(self.path, msg) from exc
         return entry
 
-    def _cut_torn_tail(self, fd: int) -> None:
-        """Truncate a last line with no newline (a crash mid-append) so the next line starts clean."""
-        size = os.fstat(fd).st_size
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return
-        # walk back a block at a time: a journal-first line (a whole document) can be megabytes long
-        end = size
-        while end > 0:
-            start = max(0, end - _TAIL_BLOCK)
-            cut = os.pread(fd, end - start, start).rfind(b"\n")
-            if cut >= 0:
-                os.ftruncate(fd, start + cut + 1)
-                return
-            end = start
-        os.ftruncate(fd, 0)
+    def cut_torn_tails(self) -> list[Path]:
+        """Cut a torn last line off both journal files, durably. Writes; call while holding the writers' lock.
+
+        :returns: the files that were cut.
+        :raises HandoffWriteError: if a file cannot be cut.
+        """
+        cut: list[Path] = []
+        for path in (self.path, self.previous):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                msg = f"cannot open the journal to cut its torn line: {exc.strerror or exc}"
+                raise HandoffWriteError(path, msg) from exc
+            try:
+                if cut_torn_tail(fd):
+                    os.fsync(fd)
+                    cut.append(path)
+            except OSError as exc:
+                msg = f"cannot cut the journal's torn line: {exc.strerror or exc}"
+                raise HandoffWriteError(path, msg) from exc
+            finally:
+                os.close(fd)
+        return cut
 
     def _rotate(self) -> None:
         os.replace(self.path, self.previous)
@@ -212,14 +243,7 @@ class Journal:
 
     def _start_after_rotation(self) -> None:
         """Start a fresh journal with a line saying where the older lines went."""
-        fields = Entry(
-            "rotated",
-            dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            None,
-            None,
-            f"older lines moved to {self.previous.name}",
-            {},
-        ).fields()
+        fields = Entry("rotated", iso_z(), None, None, f"older lines moved to {self.previous.name}", {}).fields()
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             write_all(fd, _encode(fields))
@@ -234,7 +258,7 @@ class Journal:
         """
         problems: list[str] = []
         if torn(self.path):
-            problems.append(f"{self.path.name} ends in a torn line (a crash mid-append); the next append cuts it")
+            problems.append(_torn_problem(self.path).what)
         for raw, entry in self._backwards():
             if entry is None:
                 problems.append(f"{self.path.name}: a damaged line ({raw[:60]!r}…) was skipped")
@@ -272,7 +296,8 @@ class Journal:
         for path in (self.path, self.previous):
             try:
                 with path.open("rb") as handle:
-                    yield from _lines_backwards(handle)
+                    for raw in lines_backwards(handle):
+                        yield raw, _parse_line(raw)
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -284,68 +309,28 @@ class Journal:
 
         A torn last line is reported as torn; damage in the middle is reported with its line number.
         """
+        entries, problems = self.check()
+        return entries, [problem.what for problem in problems]
+
+    def check(self) -> tuple[list[Entry], list[JournalProblem]]:
+        """Every line, oldest first (both files), and each line that does not read, by kind.
+
+        :returns: the entries, and a :class:`JournalProblem` for each torn tail and damaged line.
+        """
         entries: list[Entry] = []
-        problems: list[str] = []
+        problems: list[JournalProblem] = []
         for path in (self.previous, self.path):
             with contextlib.suppress(FileNotFoundError):
                 data = path.read_bytes()
                 lines = data.split(b"\n")
-                torn = lines.pop() if lines else b""
+                tail = lines.pop() if lines else b""
                 for number, raw in enumerate(lines, 1):
                     entry = _parse_line(raw)
                     if entry is None:
-                        problems.append(f"{path.name} line {number} is damaged (its check does not match)")
+                        what = f"{path.name} line {number} is damaged (its check does not match)"
+                        problems.append(JournalProblem("damaged", path, number, what))
                     else:
                         entries.append(entry)
-                if torn:
-                    problems.append(f"{path.name} ends in a torn line (a crash mid-append); the next append cuts it")
+                if tail:
+                    problems.append(_torn_problem(path))
         return entries, problems
-
-
-def torn(path: Path) -> bool:
-    """Whether the file's last byte is not a newline (a line cut short)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0:
-                return False
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
-    except OSError:
-        return False
-
-
-def _lines_backwards(handle: Any) -> Iterator[tuple[bytes, Entry | None]]:
-    """Yield complete lines from the end of a file, newest first, reading a block at a time.
-
-    A torn last line (no newline after it) is not a line yet and is not yielded.
-    """
-    handle.seek(0, os.SEEK_END)
-    position = handle.tell()
-    end = 0
-    while position > 0:  # the logical end: just past the last newline
-        size = min(_TAIL_BLOCK, position)
-        position -= size
-        handle.seek(position)
-        found = handle.read(size).rfind(b"\n")
-        if found >= 0:
-            end = position + found + 1
-            break
-    # a line longer than a block (a journal-first document) is gathered in pieces and joined once
-    position, pieces = end, []
-    while position > 0:
-        size = min(_TAIL_BLOCK, position)
-        position -= size
-        handle.seek(position)
-        lines = handle.read(size).split(b"\n")
-        if len(lines) == 1:
-            pieces.append(lines[0])
-            continue
-        tail = b"".join([lines[-1], *reversed(pieces)])
-        pieces = [lines[0]]
-        for raw in (tail, *reversed(lines[1:-1])):
-            if raw:
-                yield raw, _parse_line(raw)
-    rest = b"".join(reversed(pieces))
-    if rest:
-        yield rest, _parse_line(rest)

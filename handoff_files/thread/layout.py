@@ -97,6 +97,19 @@ class ThreadDir:
         """Where generation *generation* is kept in ``history/``."""
         return self.history_dir / f"{generation:08d}{EXTENSIONS[fmt]}"
 
+    def kept_copy(self, label: str, stamp: str, ending: str) -> Path:
+        """Where a file set aside is kept in ``history/``: ``{label}-{stamp}{ending}``.
+
+        A displaced primary (``displaced-…``), an older-version original (``legacy-…``): such
+        names never read as a generation, so listings and pruning pass them by.
+
+        :param label: what the copy is (``"displaced"``, ``"legacy-1.0"`` …).
+        :param stamp: when it was set aside (:func:`handoff_files.foundation.clock.file_stamp`).
+        :param ending: the rest of the name: a suffix (``".json"``) or ``"-"`` and the original name.
+        :returns: the path in ``history/``.
+        """
+        return self.history_dir / f"{label}-{stamp}{ending}"
+
     # -- listings ----------------------------------------------------------------------------
 
     def primary_formats(self) -> list[Format]:
@@ -148,6 +161,25 @@ class ThreadDir:
         found = sorted(names & channels)
         found += [f"{HISTORY_DIR}/{name}" for _, name in self.generations()]
         return found
+
+    def holds_anything(self) -> bool:
+        """Whether a writer ever left something here: a channel, a generation, or another file kept in ``history/``.
+
+        Wider than :meth:`holdings`: a ``displaced-…`` or ``legacy-…`` copy counts too (temp files do
+        not), so a thread whose only remnant is a damaged primary set aside is never taken as new.
+
+        :raises HandoffError: if the directory cannot be listed.
+        """
+        if self.holdings():
+            return True
+        try:
+            names = os.listdir(self.history_dir)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as exc:
+            msg = f"cannot list history/: {exc.strerror or exc}"
+            raise HandoffError(self.history_dir, msg) from exc
+        return any(not name.startswith(".") for name in names)
 
     def stray_temps(self) -> list[Path]:
         """Temp files a dead writer left, in the directory and in ``history/``."""

@@ -8,13 +8,14 @@ from typing import Any, Final
 
 import orjson
 
+from handoff_files.format.codec import parse_json
 from handoff_files.format.seal import self_check
 from handoff_files.foundation.atomic import read_bytes
 from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.layout import MIRROR_NAME
 
 __all__ = ["MIRROR_NAME", "Mirror", "mirror_bytes", "read_mirror"]
 
-MIRROR_NAME: Final = "state.json"
 _KIND: Final = "handoff-files/state"
 _MAX_BYTES: Final = 16 * 1024 * 1024
 
@@ -69,14 +70,12 @@ def read_mirror(path: Path) -> Mirror:
     """Read and verify ``state.json``.
 
     :raises HandoffNotFoundError: if it is missing.
-    :raises HandoffError: if it does not parse or its check does not match.
+    :raises HandoffParseError: if it is not strict JSON (a duplicated key, NaN …; see
+        :func:`~handoff_files.format.codec.parse_json`), or is too large.
+    :raises HandoffError: if it is not a ``state.json``, or its check does not match.
     """
     data, _ = read_bytes(path, _MAX_BYTES, follow_symlinks=False)
-    try:
-        fields = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        msg = f"not valid JSON: {exc}"
-        raise HandoffError(path, msg) from exc
+    fields = parse_json(data, path, limit=_MAX_BYTES)
     if not isinstance(fields, dict) or fields.get("kind") != _KIND:
         msg = f"not a handoff-files {MIRROR_NAME}"
         raise HandoffError(path, msg)

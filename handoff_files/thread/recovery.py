@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Callable
+from typing import Any, Final
 
 import pydantic
 
-from handoff_files.format.codec import MAX_FILE_BYTES, render
-from handoff_files.format.loader import decode, describe, load
-from handoff_files.format.model import MAX_INT, PARSED, SCHEMA_VERSION, Handoff
-from handoff_files.foundation.atomic import is_real_dir, read_bytes, write_durable
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, NoHandoffError, UnsealedEditError
-from handoff_files.foundation.lock import try_writer_lock
-from handoff_files.thread.journal import JOURNAL_NAME, Entry
-from handoff_files.thread.mirror import MIRROR_NAME, Mirror, mirror_bytes, read_mirror
+from handoff_files.format.loader import describe
+from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff
+from handoff_files.foundation.atomic import is_real_dir, write_durable
+from handoff_files.foundation.clock import iso_z
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, NoHandoffError
+from handoff_files.thread.journal import SAVE_EVENTS, Entry
+from handoff_files.thread.layout import MIRROR_NAME
+from handoff_files.thread.mirror import Mirror, mirror_bytes, read_mirror
 from handoff_files.thread.results import Restored
+from handoff_files.thread.scan import HasJournal, Scan, journal_saves, scan
+from handoff_files.thread.settings import ThreadSettings
 
-if TYPE_CHECKING:
-    from handoff_files.thread.store import HandoffStore
-
+# the scan and the journal's save events are re-exported: the ladder's callers take them from here
 __all__ = [
     "SAVE_EVENTS",
+    "HasJournal",
     "Scan",
     "acknowledge",
     "journal_saves",
@@ -34,179 +33,17 @@ __all__ = [
     "summary_fields",
 ]
 
-#: The journal events that record a new generation.
-SAVE_EVENTS: Final = ("saved", "sealed", "migrated", "adopted")
-
-_GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
 #: How many times a restore looks when the channels seem ahead of every file, and the pause
 #: between looks (a concurrent save finishes its writes within milliseconds).
 _LOOKS: Final = 3
 _LOOK_PAUSE: Final = 0.01
 
-PrimaryState = Literal["ok", "missing", "bad", "legacy"]
 
-
-@dataclass(frozen=True, slots=True)
-class Scan:
-    """The newest verified generation among the primary, ``history/`` and the journal, and what was seen on the way."""
-
-    newest: Restored | None
-    highest: int  # highest generation number seen anywhere, verified or not
-    primary: PrimaryState
-    problems: tuple[str, ...] = ()
-    edit: Handoff | None = None  # a person's valid, unsealed edit of the primary
-    last: Entry | None = None  # the journal's last save line
-    journal_problems: tuple[str, ...] = ()  # damaged journal lines met reading back to it
-
-
-def scan(store: HandoffStore) -> Scan:
-    """Find the newest verified generation: the primary, ``history/``, then a journal-first save's line."""
-    # the journal first, the files after: a save writes its files before its journal line (or, journal
-    # first, puts the whole document in it), so a line read now names nothing the file scan can miss
-    last, damaged = store.journal.last(*SAVE_EVENTS)
-    found = _scan_files(store)
-    found = replace(found, last=last, journal_problems=tuple(damaged))
-    if last is None or last.generation is None or not last.journal_first:
-        return found
-    newest = found.newest
-    if newest is not None and newest.handoff.seal is not None and newest.generation >= last.generation:
-        return found
-    problems = list(newest.problems if newest is not None else found.problems)
-    floor = newest.generation if newest is not None and newest.handoff.seal is not None else 0
-    # the newest journal-first save whose document verifies: a newer save line whose document did
-    # not survive was never acknowledged (a torn write of both lines), and must not hide older ones
-    for entry, handoff, _, why_not in journal_saves(store, floor):
-        if handoff is None:
-            problems.append(
-                f"{JOURNAL_NAME}: the line of generation {entry.generation} holds no usable document: {why_not}"
-            )
-            continue
-        problems.append(
-            f"generation {entry.generation} was restored from its journal line: a journal-first save "
-            "was interrupted, or a crash lost its files, after its commit"
-        )
-        restored = Restored(handoff, "journal", store.journal.path, tuple(_unique(problems)))
-        return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
-    if newest is not None:
-        return replace(found, newest=replace(newest, problems=tuple(problems)))
-    return replace(found, problems=tuple(problems))
-
-
-def journal_saves(
-    store: HandoffStore, floor: int
-) -> Iterator[tuple[Entry, Handoff | None, dict[str, Any] | None, str | None]]:
-    """Journal-first saves newer than generation *floor*, newest first, each with its document verified.
-
-    Yields the save line, the handoff its document holds (None if it does not verify), the raw
-    document, and why not. Restore, the doctor and export all take generations from here.
-    """
-    for entry, document in store.journal.committed_documents():
-        if entry.generation is None or entry.generation <= floor:
-            return
-        handoff, why_not = _verified(store, entry, document)
-        yield entry, handoff, (document if handoff is not None else None), why_not
-
-
-def _verified(store: HandoffStore, entry: Entry, document: dict[str, Any] | None) -> tuple[Handoff | None, str | None]:
-    """Verify the document of a journal-first save line as a file is verified: the handoff, or why not."""
-    if document is None:
-        return None, "its document line is missing or damaged"
-    try:
-        handoff = decode(render(document, "json"), store.journal.path)
-    except HandoffError as exc:
-        return None, exc.reason
-    except (TypeError, ValueError) as exc:
-        return None, str(exc)
-    if handoff.generation != entry.generation or str(handoff.seal) != entry.seal:
-        return None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
-    return handoff, None
-
-
-def _scan_files(store: HandoffStore) -> Scan:
-    """Find the newest verified generation among the primary and ``history/``, newest first."""
-    problems: list[str] = []
-    history = store._history_generations()
-    highest = history[0][0] if history else 0
-    primary: Restored | None = None
-    state: PrimaryState = "missing"
-    edit: Handoff | None = None
-    try:
-        primary = Restored(load(store.primary, follow_symlinks=False), "primary", store.primary)
-        state = "ok" if primary.handoff.seal is not None else "legacy"
-        highest = max(highest, primary.generation)
-    except HandoffNotFoundError:
-        problems.append(f"{store.primary.name} is missing")
-    except UnsealedEditError as exc:
-        state, edit = "bad", exc.handoff
-        problems.append(f"{store.primary.name}: {exc.reason}")
-        if exc.handoff is not None:
-            highest = max(highest, exc.handoff.generation)
-    except HandoffError as exc:
-        state = "bad"
-        problems.append(f"{store.primary.name}: {exc.reason}")
-        highest = max(highest, _generation_guess(store))
-    sealed_primary = primary is not None and primary.handoff.seal is not None
-    for generation, name in history:
-        path = store.history_dir / name
-        # a sealed primary shadows history up to its generation; an older-version file in the
-        # primary's place does not shadow a sealed generation of the same number
-        if primary is not None and (
-            generation < primary.generation or (sealed_primary and generation == primary.generation)
-        ):
-            break
-        try:
-            handoff = load(path, follow_symlinks=False)
-        except HandoffError as exc:
-            problems.append(f"history/{path.name}: {exc.reason}")
-            continue
-        if handoff.generation != generation:
-            problems.append(f"history/{path.name} holds generation {handoff.generation}; skipped")
-            continue
-        if primary is not None and not sealed_primary:
-            problems.append(
-                f"{store.primary.name} is an older-version file (generation {primary.generation}); "
-                f"history/{path.name} is sealed and wins"
-            )
-        elif primary is not None and not _save_in_progress(store):
-            problems.append(
-                f"{store.primary.name} holds generation {primary.generation}, behind history/"
-                f"{path.name}: a save was interrupted after its commit"
-            )
-        return Scan(Restored(handoff, "history", path, tuple(problems)), highest, state, (), edit)
-    if primary is not None:
-        migrated = primary.handoff.lineage.migrated_from
-        if primary.handoff.seal is None and migrated is not None:
-            problems.append(
-                f"{store.primary.name} is a {migrated.schema_version} handoff, migrated in memory; "
-                "`handoff migrate` rewrites it as a sealed 2.0 generation"
-            )
-            primary = Restored(primary.handoff, "primary", primary.path, tuple(problems))
-        return Scan(primary, highest, state, (), edit)
-    return Scan(None, highest, state, tuple(problems), edit)
-
-
-def _save_in_progress(store: HandoffStore) -> bool:
-    """Whether a writer holds the lock now (asked only when the primary lags behind history)."""
-    with try_writer_lock(store.path) as free:
-        return not free
-
-
-def _generation_guess(store: HandoffStore) -> int:
-    """Best effort on an unreadable primary: the largest generation number its bytes mention."""
-    try:
-        data, _ = read_bytes(store.primary, MAX_FILE_BYTES, follow_symlinks=False)
-    except HandoffError:
-        return 0
-    # only numbers a generation could be: damage can leave any digits in the bytes
-    found = (int(m.group(1)) for m in _GENERATION_TEXT.finditer(data))
-    return max((n for n in found if n < MAX_INT), default=0)
-
-
-def _mirror(store: HandoffStore) -> Mirror | str:
+def _mirror(thread: ThreadSettings) -> Mirror | str:
     """state.json, or what is wrong with it."""
     try:
-        return read_mirror(store.mirror_path)
+        return read_mirror(thread.layout.mirror)
     except HandoffNotFoundError:
         return f"{MIRROR_NAME} is missing"
     except HandoffError as exc:
@@ -225,19 +62,26 @@ def _channels(found: Scan, read: Mirror | str, problems: list[str]) -> tuple[Mir
     return mirror, last
 
 
-def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
-    """Climb the recovery ladder (see :meth:`HandoffStore.restore`)."""
-    if not is_real_dir(store.path, follow_symlinks=True):
+def restore(thread: ThreadSettings, *, seal_edit: Callable[[], object] | None = None) -> Restored:
+    """Climb the recovery ladder (see :meth:`~handoff_files.thread.store.HandoffStore.restore`).
+
+    :param thread: the thread to restore.
+    :param seal_edit: seals a person's valid, unsealed edit of the primary as the next generation;
+        given, it is called when there is such an edit, and the ladder is climbed after it.
+    :returns: the newest verified generation, with what was wrong on the way.
+    :raises NoHandoffError: if the thread holds nothing that verifies.
+    """
+    if not is_real_dir(thread.path, follow_symlinks=True):
         msg = "no such thread directory: nothing has been saved here"
-        raise NoHandoffError(store.path, msg)
+        raise NoHandoffError(thread.path, msg)
     # readers take no lock, so every look reads state.json and the journal BEFORE the files: a save
     # writes its history copy before either names its generation, so the scan that follows finds it
-    read = _mirror(store)
-    found = scan(store)
-    if accept_edit and found.edit is not None:
-        store.seal()
-        read = _mirror(store)
-        found = scan(store)
+    read = _mirror(thread)
+    found = scan(thread)
+    if seal_edit is not None and found.edit is not None:
+        seal_edit()
+        read = _mirror(thread)
+        found = scan(thread)
     # channels ahead of every file mean lost files, or a save that overtook this look: look again
     # before calling anything lost or rebuilding
     for attempt in range(_LOOKS):
@@ -251,8 +95,8 @@ def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
             return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)
         if attempt < _LOOKS - 1:
             time.sleep(_LOOK_PAUSE * (attempt + 1))
-            read = _mirror(store)
-            found = scan(store)
+            read = _mirror(thread)
+            found = scan(thread)
     if mirror is not None and mirror.generation == expected:
         rebuilt, why_not = _rebuild(mirror, last if last is not None and last.generation == expected else None)
         if why_not is not None:
@@ -263,12 +107,12 @@ def restore(store: HandoffStore, *, accept_edit: bool = False) -> Restored:
                 f"generation {expected} was rebuilt from {MIRROR_NAME} and the journal: state exact, narrative "
                 f"and next step from the journal's summary; decisions, warnings and context lost{newer}"
             )
-            return Restored(rebuilt, "rebuilt", store.mirror_path, tuple(_unique(problems)))
+            return Restored(rebuilt, "rebuilt", thread.layout.mirror, tuple(_unique(problems)))
     if newest is not None:
         problems.append(f"restored generation {newest.generation}; generations up to {expected} are lost")
         return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)
     reason = "nothing here verifies" + (": " + "; ".join(_unique(problems)) if problems else "")
-    raise NoHandoffError(store.path, reason)
+    raise NoHandoffError(thread.path, reason)
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -301,7 +145,11 @@ def _cross_check(newest: Restored, mirror: Mirror | None, last: Entry | None) ->
 
 
 def summary_fields(document: dict[str, Any]) -> dict[str, Any]:
-    """The plain-words summary a journal "saved" line carries: first sentence, next step."""
+    """The plain-words summary a journal "saved" line carries: first sentence, next step.
+
+    :param document: a handoff document (JSON mode).
+    :returns: ``summary``, ``first_sentence`` and ``next`` (the first priority, or None).
+    """
     narrative = str(document.get("narrative") or "").strip()
     first = _SENTENCE_END.split(narrative, maxsplit=1)[0][:300] if narrative else ""
     priorities = document.get("priorities") or []
@@ -340,11 +188,17 @@ def _rebuild(mirror: Mirror, last: Entry | None) -> tuple[Handoff | None, str | 
         return None, describe(exc)
 
 
-def acknowledge(store: HandoffStore, restored: Restored) -> None:
-    """Write the "resumed from generation N" journal line, and note the restore in state.json."""
-    store.init()
-    with store._lock.held():
-        store.journal.append(
+def acknowledge(thread: ThreadSettings, restored: Restored) -> None:
+    """Write the "resumed from generation N" journal line, and note the restore in state.json. Writes.
+
+    Takes the writers' lock; the thread directory must exist.
+
+    :param thread: the restored thread.
+    :param restored: what the agent took in.
+    :raises HandoffWriteError: if the journal line or state.json cannot be written.
+    """
+    with thread.lock.held():
+        thread.journal.append(
             "resumed",
             generation=restored.generation,
             seal=str(restored.handoff.seal) if restored.handoff.seal else None,
@@ -352,16 +206,16 @@ def acknowledge(store: HandoffStore, restored: Restored) -> None:
             source=restored.source,
         )
         try:
-            mirror = read_mirror(store.mirror_path)
+            mirror = read_mirror(thread.layout.mirror)
         except HandoffError:
             return  # nothing to note it in; doctor --repair rebuilds state.json
         last_restore = {
-            "at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "at": iso_z(),
             "generation": restored.generation,
             "source": restored.source,
         }
         write_durable(
-            store.mirror_path,
+            thread.layout.mirror,
             mirror_bytes(
                 generation=mirror.generation,
                 seal=mirror.seal,

@@ -1,0 +1,207 @@
+"""The scan: where the newest verified generation is: the primary, ``history/``, or a journal-first save's line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
+
+from handoff_files.format.codec import MAX_FILE_BYTES, render
+from handoff_files.format.loader import decode, load
+from handoff_files.format.model import MAX_INT, Handoff
+from handoff_files.foundation.atomic import read_bytes
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, UnsealedEditError
+from handoff_files.foundation.lock import try_writer_lock
+from handoff_files.thread.journal import SAVE_EVENTS, Entry, Journal
+from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME
+from handoff_files.thread.results import Restored
+from handoff_files.thread.settings import ThreadSettings
+
+__all__ = ["HasJournal", "PrimaryState", "Scan", "journal_saves", "scan"]
+
+_GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
+
+#: How the primary stood in a scan: verified and sealed, missing, not verifying, or an older version.
+PrimaryState = Literal["ok", "missing", "bad", "legacy"]
+
+
+class HasJournal(Protocol):
+    """Anything that has a thread's journal: :class:`ThreadSettings`, or the store itself."""
+
+    @property
+    def journal(self) -> Journal:
+        """The thread's journal."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """The newest verified generation among the primary, ``history/`` and the journal, and what was seen on the way."""
+
+    newest: Restored | None
+    highest: int  # highest generation number seen anywhere, verified or not
+    primary: PrimaryState
+    problems: tuple[str, ...] = ()
+    edit: Handoff | None = None  # a person's valid, unsealed edit of the primary
+    last: Entry | None = None  # the journal's last save line
+    journal_problems: tuple[str, ...] = ()  # damaged journal lines met reading back to it
+
+
+def scan(thread: ThreadSettings) -> Scan:
+    """Find the newest verified generation: the primary, ``history/``, then a journal-first save's line.
+
+    :param thread: the thread to look in.
+    :returns: what was found, and what was seen on the way.
+    :raises HandoffError: if ``history/`` or the journal cannot be read.
+    """
+    # the journal first, the files after: a save writes its files before its journal line (or, journal
+    # first, puts the whole document in it), so a line read now names nothing the file scan can miss
+    journal = thread.journal
+    last, damaged = journal.last(*SAVE_EVENTS)
+    found = _scan_files(thread)
+    found = replace(found, last=last, journal_problems=tuple(damaged))
+    if last is None or last.generation is None or not last.journal_first:
+        return found
+    newest = found.newest
+    if newest is not None and newest.handoff.seal is not None and newest.generation >= last.generation:
+        return found
+    problems = list(newest.problems if newest is not None else found.problems)
+    floor = newest.generation if newest is not None and newest.handoff.seal is not None else 0
+    # the newest journal-first save whose document verifies: a newer save line whose document did
+    # not survive was never acknowledged (a torn write of both lines), and must not hide older ones
+    for entry, handoff, _, why_not in journal_saves(thread, floor):
+        if handoff is None:
+            problems.append(
+                f"{JOURNAL_NAME}: the line of generation {entry.generation} holds no usable document: {why_not}"
+            )
+            continue
+        problems.append(
+            f"generation {entry.generation} was restored from its journal line: a journal-first save "
+            "was interrupted, or a crash lost its files, after its commit"
+        )
+        restored = Restored(handoff, "journal", journal.path, tuple(dict.fromkeys(problems)))
+        return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
+    if newest is not None:
+        return replace(found, newest=replace(newest, problems=tuple(problems)))
+    return replace(found, problems=tuple(problems))
+
+
+def journal_saves(
+    thread: HasJournal, floor: int
+) -> Iterator[tuple[Entry, Handoff | None, dict[str, Any] | None, str | None]]:
+    """Journal-first saves newer than generation *floor*, newest first, each with its document verified.
+
+    Restore, the doctor and export all take generations from here.
+
+    :param thread: what holds the journal (:class:`ThreadSettings`, or a store).
+    :param floor: the newest generation already known from a file.
+    :returns: an iterator of the save line, the handoff its document holds (None if it does not
+        verify), the raw document, and why not.
+    :raises HandoffError: if the journal cannot be read.
+    """
+    journal = thread.journal
+    for entry, document in journal.committed_documents():
+        if entry.generation is None or entry.generation <= floor:
+            return
+        handoff, why_not = _verified(journal.path, entry, document)
+        yield entry, handoff, (document if handoff is not None else None), why_not
+
+
+def _verified(path: Path, entry: Entry, document: dict[str, Any] | None) -> tuple[Handoff | None, str | None]:
+    """Verify the document of a journal-first save line as a file is verified: the handoff, or why not."""
+    if document is None:
+        return None, "its document line is missing or damaged"
+    try:
+        handoff = decode(render(document, "json"), path)
+    except HandoffError as exc:
+        return None, exc.reason
+    except (TypeError, ValueError) as exc:
+        return None, str(exc)
+    if handoff.generation != entry.generation or str(handoff.seal) != entry.seal:
+        return None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
+    return handoff, None
+
+
+def _scan_files(thread: ThreadSettings) -> Scan:
+    """Find the newest verified generation among the primary and ``history/``, newest first."""
+    problems: list[str] = []
+    history = thread.layout.generations()
+    primary_path = thread.primary
+    primary, state, edit, highest = _read_primary(primary_path, problems)
+    highest = max(highest, history[0][0] if history else 0)
+    sealed_primary = primary is not None and primary.handoff.seal is not None
+    for generation, name in history:
+        path = thread.layout.history_dir / name
+        # a sealed primary shadows history up to its generation; an older-version file in the
+        # primary's place does not shadow a sealed generation of the same number
+        if primary is not None and (
+            generation < primary.generation or (sealed_primary and generation == primary.generation)
+        ):
+            break
+        try:
+            handoff = load(path, follow_symlinks=False)
+        except HandoffError as exc:
+            problems.append(f"{HISTORY_DIR}/{path.name}: {exc.reason}")
+            continue
+        if handoff.generation != generation:
+            problems.append(f"{HISTORY_DIR}/{path.name} holds generation {handoff.generation}; skipped")
+            continue
+        if primary is not None and not sealed_primary:
+            problems.append(
+                f"{primary_path.name} is an older-version file (generation {primary.generation}); "
+                f"{HISTORY_DIR}/{path.name} is sealed and wins"
+            )
+        elif primary is not None and not _save_in_progress(thread.path):
+            problems.append(
+                f"{primary_path.name} holds generation {primary.generation}, behind {HISTORY_DIR}/"
+                f"{path.name}: a save was interrupted after its commit"
+            )
+        return Scan(Restored(handoff, "history", path, tuple(problems)), highest, state, (), edit)
+    if primary is not None:
+        migrated = primary.handoff.lineage.migrated_from
+        if primary.handoff.seal is None and migrated is not None:
+            problems.append(
+                f"{primary_path.name} is a {migrated.schema_version} handoff, migrated in memory; "
+                "`handoff migrate` rewrites it as a sealed 2.0 generation"
+            )
+            primary = Restored(primary.handoff, "primary", primary.path, tuple(problems))
+        return Scan(primary, highest, state, (), edit)
+    return Scan(None, highest, state, tuple(problems), edit)
+
+
+def _read_primary(path: Path, problems: list[str]) -> tuple[Restored | None, PrimaryState, Handoff | None, int]:
+    """The primary if it verifies, its state, a person's valid edit of it, and the generation it names.
+
+    What is wrong with it is added to *problems*.
+    """
+    try:
+        primary = Restored(load(path, follow_symlinks=False), "primary", path)
+    except HandoffNotFoundError:
+        problems.append(f"{path.name} is missing")
+        return None, "missing", None, 0
+    except UnsealedEditError as exc:
+        problems.append(f"{path.name}: {exc.reason}")
+        return None, "bad", exc.handoff, exc.handoff.generation if exc.handoff is not None else 0
+    except HandoffError as exc:
+        problems.append(f"{path.name}: {exc.reason}")
+        return None, "bad", None, _generation_guess(path)
+    return primary, "ok" if primary.handoff.seal is not None else "legacy", None, primary.generation
+
+
+def _save_in_progress(directory: Path) -> bool:
+    """Whether a writer holds the lock now (asked only when the primary lags behind history)."""
+    with try_writer_lock(directory) as free:
+        return not free
+
+
+def _generation_guess(primary: Path) -> int:
+    """Best effort on an unreadable primary: the largest generation number its bytes mention."""
+    try:
+        data, _ = read_bytes(primary, MAX_FILE_BYTES, follow_symlinks=False)
+    except HandoffError:
+        return 0
+    # only numbers a generation could be: damage can leave any digits in the bytes
+    found = (int(m.group(1)) for m in _GENERATION_TEXT.finditer(data))
+    return max((n for n in found if n < MAX_INT), default=0)

@@ -1,0 +1,149 @@
+"""A thread's settings: the directory, format, seal, history depth, ids, durability and lock a store works with."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from handoff_files.format import seal as sealing
+from handoff_files.format.codec import Format
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.foundation.lock import WriterLock
+from handoff_files.foundation.names import check_id
+from handoff_files.thread.journal import Journal
+from handoff_files.thread.layout import EXTENSIONS, ThreadDir
+
+__all__ = ["DURABILITIES", "Durability", "ThreadSettings", "check_durability"]
+
+#: When a save is acknowledged. ``"full"``: once its copy in ``history/`` is durable, then the
+#: primary, ``state.json`` and the journal line too (five fsyncs). ``"journal"``: once one
+#: journal line holding the whole sealed document is durable (one fsync, as a database's
+#: write-ahead log commits); the files are then written without fsync, and a restore takes the
+#: journal's document when they did not survive a crash.
+Durability = Literal["full", "journal"]
+DURABILITIES: Final[tuple[Durability, ...]] = ("full", "journal")
+
+
+def check_durability(durability: Durability, path: str | os.PathLike[str]) -> Durability:
+    """Return *durability* if it is one of :data:`DURABILITIES`.
+
+    :param durability: the value to check (it may come from untyped code).
+    :param path: the thread directory, named in the error.
+    :returns: *durability*.
+    :raises HandoffValidationError: if it is not.
+    """
+    if durability not in DURABILITIES:
+        msg = f"durability must be one of {', '.join(map(repr, DURABILITIES))}, not {durability!r}"
+        raise HandoffValidationError(path, msg)
+    return durability
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadSettings:
+    """What a commit and a restore need to know of one thread, and nothing else of the store.
+
+    :class:`~handoff_files.thread.store.HandoffStore` builds one with :meth:`checked`; the
+    commit, recovery and head modules take it instead of the store.
+
+    :param layout: the thread directory's paths.
+    :param format: the primary's format.
+    :param algorithm: the seal's digest.
+    :param keep: how many generations ``history/`` keeps, the current one included.
+    :param agent_id: the agent id this writer insists on (None: the previous generation's).
+    :param thread_id: the thread id this writer insists on (None: the previous generation's).
+    :param durability: when saves are acknowledged, unless a save says otherwise.
+    :param lock: the thread's writers' lock.
+    """
+
+    layout: ThreadDir
+    format: Format
+    algorithm: sealing.Algorithm
+    keep: int
+    agent_id: str | None
+    thread_id: str | None
+    durability: Durability
+    lock: WriterLock
+
+    @classmethod
+    def checked(
+        cls,
+        layout: ThreadDir,
+        *,
+        format: Format | None,  # noqa: A002 -- the store's documented keyword
+        keep: int,
+        agent_id: str | None,
+        thread_id: str | None,
+        algorithm: sealing.Algorithm,
+        lock_timeout: float,
+        durability: Durability,
+    ) -> ThreadSettings:
+        """Check a store's arguments against each other and the directory, and build its settings.
+
+        Reads the directory (which primary exists), writes nothing.
+
+        :param format: wanted format; default: the existing primary's, else JSON.
+        :param lock_timeout: seconds a writer waits for another.
+        :returns: the settings.
+        :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*, or
+            a *format* that is not the existing primary's.
+        :raises InvalidNameError: if an id (given or taken from the directory name) is invalid.
+        :raises HandoffError: if the directory holds both primaries, or cannot be searched.
+        """
+        path = layout.path
+        if keep < 1:
+            msg = f"keep must be 1 or more (history/ holds the current generation too), not {keep}"
+            raise HandoffValidationError(path, msg)
+        if algorithm not in sealing.ALGORITHMS:
+            msg = f"unknown seal algorithm {algorithm!r}; use one of {', '.join(sealing.ALGORITHMS)}"
+            raise HandoffValidationError(path, msg)
+        durability = check_durability(durability, path)
+        agent_id = None if agent_id is None else check_id(agent_id, "agent_id", path)
+        thread_id = None if thread_id is None else check_id(thread_id, "thread_id", path)
+        if thread_id is None or agent_id is None:
+            check_id(path.name, "thread directory name", path)
+        fmt = _choose_format(layout, format)
+        lock = WriterLock(path, timeout=lock_timeout)
+        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock)
+
+    @property
+    def path(self) -> Path:
+        """The thread directory."""
+        return self.layout.path
+
+    @property
+    def primary(self) -> Path:
+        """The primary file, in this thread's format."""
+        return self.layout.primary(self.format)
+
+    @property
+    def journal(self) -> Journal:
+        """The thread's journal."""
+        return Journal(self.layout)
+
+    def ids(self, agent_id: str | None, thread_id: str | None) -> tuple[str, str]:
+        """The agent and thread ids the next generation carries.
+
+        :param agent_id: the previous generation's agent id, if any.
+        :param thread_id: the previous generation's thread id, if any.
+        :returns: this writer's ids where it insists on them, else the previous generation's, else
+            the directory's name.
+        """
+        name = self.layout.path.name
+        return (self.agent_id or agent_id or name, self.thread_id or thread_id or name)
+
+
+def _choose_format(layout: ThreadDir, wanted: Format | None) -> Format:
+    """The existing primary's format, checked against the one *wanted*; JSON for a new thread."""
+    existing = layout.primary_formats()
+    if len(existing) > 1:
+        msg = "holds both handoff.json and handoff.yaml; move one away so the primary is unambiguous"
+        raise HandoffError(layout.path, msg)
+    if wanted is not None and wanted not in EXTENSIONS:
+        msg = f"format must be 'json' or 'yaml', not {wanted!r}"
+        raise HandoffValidationError(layout.path, msg)
+    if existing and wanted is not None and existing[0] != wanted:
+        msg = f"thread's primary is {existing[0].upper()}; open it with format={existing[0]!r}"
+        raise HandoffValidationError(layout.path, msg)
+    return existing[0] if existing else (wanted or "json")
