@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from handoff_files.compat.sw4rm import HandoffStatus
 from handoff_files.foundation.atomic import write_durable
 from handoff_files.foundation.errors import HandoffError, InvalidTransitionError
-from handoff_files.inbox.lifecycle import HandoffInbox, InboxRequest
+from handoff_files.inbox.lifecycle import HandoffInbox
+from handoff_files.inbox.request import InboxRequest
+from handoff_files.inbox.status import HandoffStatus
+from handoff_files.transfer.adopt import AdoptResult
 from handoff_files.transfer.blobs import LocalBlobStore
-from handoff_files.transfer.checkpoint import AdoptResult
 
 #: Where the tests find this script.
 SCRIPT: Final = Path(__file__).resolve()

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from handoff_files import InvalidNameError
-from handoff_files.compat.sw4rm import HandoffStatus
 from handoff_files.foundation.errors import CapabilityError
 from handoff_files.inbox.capabilities import AgentEntry, AgentRegistry
 from handoff_files.inbox.lifecycle import HandoffInbox
+from handoff_files.inbox.status import HandoffStatus
 
 DOCUMENT: dict[str, Any] = {
     "agents": {

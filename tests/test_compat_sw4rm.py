@@ -404,6 +404,23 @@ def test_import_of_bad_bytes_names_the_source_and_creates_nothing(thread_dir: Pa
     assert not thread_dir.exists()
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(EMPTY[:-1] + b',"tool_state":{"a":1}}', id="top-level"),
+        pytest.param(doc(metadata='{"step":1,"step":2}'), id="nested"),
+    ],
+)
+def test_context_bytes_with_a_duplicated_key_are_refused_by_the_strict_reader(data: bytes, thread_dir: Path) -> None:
+    """SW4RM's error (a ValueError) from deserialize_context; a HandoffParseError from import, nothing written."""
+    with pytest.raises(ValueError, match=r"^Failed to deserialize HandoffContext: .*duplicate key") as caught:
+        deserialize_context(data)
+    assert isinstance(caught.value.__cause__, HandoffParseError)  # the one strict reader refused it
+    with pytest.raises(HandoffParseError, match=r"^in\.json: Failed to deserialize HandoffContext: .*duplicate key"):
+        import_context(data, thread_dir, source="in.json")
+    assert not thread_dir.exists()
+
+
 def test_import_refuses_a_thread_whose_files_exist_but_none_verifies(thread_dir: Path) -> None:
     store = HandoffStore(thread_dir)
     store.save({"narrative": "precious work"})

@@ -23,6 +23,7 @@ from handoff_files.compat.sw4rm import (
     HandoffStatus,
     deserialize_context,
     serialize_context,
+    to_response,
 )
 from handoff_files.compat.sw4rm_client import BLOBS_DIR, HANDOFF_ID_KEY, INBOX_ENV, SW4RM_KEY
 from handoff_files.foundation.errors import (
@@ -425,7 +426,7 @@ def test_a_request_whose_context_blob_is_altered_or_gone_is_skipped_and_reported
     good = ask(client, reason="good", context_snapshot=serialize_context(HandoffContext(metadata={"n": 2})))
     record = json.loads((inbox.requests_dir / f"{bad}.json").read_text(encoding="utf-8"))
     damage(inbox.path / BLOBS_DIR, record["metadata"][SW4RM_KEY]["context"]["blob_id"])
-    with caplog.at_level(logging.WARNING, logger="handoff_files.compat.sw4rm_client"):
+    with caplog.at_level(logging.WARNING, logger="handoff_files.compat.sw4rm_inbox"):
         first = client.get_pending_handoffs("agent-2")
         second = client.get_pending_handoffs("agent-2")
     assert (
@@ -504,3 +505,32 @@ def test_a_request_survives_its_requester_being_killed_and_another_process_takes
     assert {"created_at", "accepted_at"} <= set(status_now.metadata)
     assert restarted.get_pending_handoffs("agent-2") == []
     assert take(env) == ["NONE"]
+
+
+# -- the one reading of an inbox request as SW4RM's response ----------------------------------
+
+
+def test_an_inbox_request_reads_as_sw4rms_response_in_one_way_only(tmp_path: Path) -> None:
+    """``to_response`` is the one conversion: accepted unless rejected or expired; the request's times as metadata."""
+    clock = Clock()
+    inbox = HandoffInbox(tmp_path / "inbox", clock=clock)
+    client = HandoffClient(inbox=inbox)
+    pending = inbox.request_handoff("alpha", "beta", "x", metadata={"k": 1}, timeout=60)
+    created, expires = clock.now.isoformat(), (clock.now + dt.timedelta(seconds=60)).isoformat()
+    assert to_response(pending) == HandoffResponse(
+        True, pending.handoff_id, None, PENDING, {"created_at": created, "expires_at": expires}
+    )
+    assert client.get_handoff_status(pending.handoff_id) == to_response(pending)
+    rejected = inbox.reject_handoff(pending.handoff_id, "busy")
+    answer = to_response(rejected)
+    assert (answer.accepted, answer.rejection_reason, answer.status) == (False, "busy", REJECTED)
+    assert set(answer.metadata) == {"created_at", "expires_at", "rejected_at"}
+    accepted = inbox.accept_handoff(inbox.request_handoff("alpha", "beta", "y").handoff_id)
+    assert to_response(accepted).accepted
+    completed = client.complete_handoff(accepted.handoff_id)
+    assert completed == to_response(accepted.model_copy(update={"status": COMPLETED, "completed_at": clock.now}))
+    overdue = inbox.request_handoff("alpha", "beta", "z", timeout=1)
+    clock.advance(2)
+    assert client.get_handoff_status(overdue.handoff_id) == HandoffResponse(
+        False, overdue.handoff_id, None, EXPIRED, to_response(overdue).metadata
+    )

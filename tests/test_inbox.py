@@ -16,14 +16,22 @@ import pydantic
 import pytest
 
 from handoff_files import HandoffError, HandoffStore, HandoffValidationError, InvalidNameError
-from handoff_files.compat.sw4rm import HandoffResponse, HandoffStatus
-from handoff_files.foundation.errors import HandoffWriteError, InvalidTransitionError, UnknownRequestError
+from handoff_files.foundation.errors import (
+    HandoffParseError,
+    HandoffWriteError,
+    InvalidTransitionError,
+    UnknownRequestError,
+)
 from handoff_files.inbox.capabilities import AgentRegistry
-from handoff_files.inbox.lifecycle import HandoffInbox, InboxRequest
-from handoff_files.inbox.serve import request_handoff_with_fallback, thread_id_for
+from handoff_files.inbox.fallback import request_handoff_with_fallback
+from handoff_files.inbox.lifecycle import HandoffInbox
+from handoff_files.inbox.request import CAPABILITY_GATE, InboxRequest
+from handoff_files.inbox.serve import thread_id_for
+from handoff_files.inbox.status import HandoffStatus
+from handoff_files.transfer.adopt import AdoptResult, adopt_checkpoint
 from handoff_files.transfer.blobs import LocalBlobStore
-from handoff_files.transfer.checkpoint import AdoptResult, adopt_checkpoint, handoff_checkpoint
 from handoff_files.transfer.descriptor import Descriptor
+from handoff_files.transfer.export import handoff_checkpoint
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (
     HandoffStatus.PENDING,
@@ -376,14 +384,6 @@ def test_callers_get_copies_never_the_inbox_s_own_objects(inbox: HandoffInbox) -
     assert pending[0] == second
 
 
-def test_a_record_answers_as_an_sw4rm_response(inbox: HandoffInbox) -> None:
-    handoff_id = inbox.request_handoff("alpha", "beta", "x", metadata={"k": 1}).handoff_id
-    rejected = inbox.reject_handoff(handoff_id, "busy")
-    assert rejected.to_response() == HandoffResponse(False, handoff_id, "busy", REJECTED, {"k": 1})
-    accepted = inbox.accept_handoff(inbox.request_handoff("alpha", "beta", "y").handoff_id)
-    assert accepted.to_response().accepted
-
-
 # -- damage ----------------------------------------------------------------------------------
 
 DAMAGE = [
@@ -424,6 +424,23 @@ def test_a_damaged_request_is_reported_by_name_and_does_not_stop_the_others(
     path.unlink()
     inbox.list_handoffs()
     assert inbox.problems == ()
+
+
+def test_a_request_file_with_a_duplicated_key_is_refused_by_the_strict_reader(inbox: HandoffInbox) -> None:
+    """A second ``status`` must not quietly win: the record is damage, named, never half read."""
+    handoff_id = inbox.request_handoff("alpha", "beta", "x").handoff_id
+    path = _file(inbox, handoff_id)
+    path.write_bytes(
+        path.read_bytes().replace(b'  "status": "PENDING"', b'  "status": "PENDING",\n  "status": "ACCEPTED"')
+    )
+    with pytest.raises(HandoffParseError, match="duplicate key 'status'") as caught:
+        inbox.get_handoff(handoff_id)
+    assert caught.value.path == str(path)
+    assert isinstance(caught.value.__cause__, HandoffParseError)  # the one strict reader refused it
+    with pytest.raises(HandoffParseError):
+        inbox.accept_handoff(handoff_id)
+    assert inbox.list_handoffs() == []
+    assert [type(problem) for problem in inbox.problems] == [HandoffParseError]
 
 
 def test_a_dead_writer_s_temp_file_is_ignored_and_cleared_by_the_next_writer(
@@ -489,6 +506,18 @@ def test_a_request_failing_the_gate_is_returned_rejected_with_the_reason_and_nev
     assert words in record.rejection_reason
     assert not inbox.path.exists()
     assert inbox.get_handoff_status(record.handoff_id) is None
+
+
+def test_who_refused_a_request_is_a_field_not_a_wording(tmp_path: Path, registry: AgentRegistry) -> None:
+    """``refused_by`` tells a gate's refusal from an agent's rejection, and is never written to a request file."""
+    inbox = HandoffInbox(tmp_path / "inbox", registry=registry)
+    refused = inbox.request_handoff("alpha", "delta", "x", capabilities_required=["python"])
+    assert (refused.status, refused.refused_by) == (REJECTED, CAPABILITY_GATE)
+    stored = inbox.request_handoff("alpha", "beta", "x", capabilities_required=["python"])
+    assert stored.refused_by is None
+    assert "refused_by" not in _on_disk(inbox, stored.handoff_id)  # request files keep the form older readers know
+    rejected = inbox.reject_handoff(stored.handoff_id, "refused by nobody: busy")  # words that look like the gate's
+    assert (rejected.status, rejected.refused_by) == (REJECTED, None)
 
 
 def test_a_registry_path_is_loaded_by_the_inbox(tmp_path: Path) -> None:
@@ -817,6 +846,21 @@ def test_fallback_with_no_taker_lists_every_agent_s_reason(answering: tuple[Hand
         "beta: rejected: busy; gamma: expired after 0.3 s; delta: refused by the capability gate: delta lacks python"
     )
     assert inbox.get_handoff_status(result.handoff_id) is None  # the summary is not a stored request
+
+
+def test_fallback_tells_a_gate_refusal_from_a_rejection_by_the_field_not_the_words(
+    answering: tuple[HandoffInbox, dict[str, Any]],
+) -> None:
+    inbox, answers = answering
+    answers.update({"beta": "refused by policy"})  # an agent's reason that reads like the gate's
+    options: dict[str, Any] = {"from_agent": "alpha", "reason": "x", "wait": 0.5, "poll": 0.01}
+    result = request_handoff_with_fallback(inbox, ["beta", "delta"], capabilities_required=["python"], **options)
+    assert result.rejection_reason == (
+        "beta: rejected: refused by policy; delta: refused by the capability gate: delta lacks python"
+    )
+    assert result.refused_by is None  # beta saw the request: not every agent was refused by the gate
+    only_gate = request_handoff_with_fallback(inbox, ["delta"], capabilities_required=["python"], **options)
+    assert only_gate.refused_by == CAPABILITY_GATE
 
 
 def test_fallback_refuses_an_empty_list(inbox: HandoffInbox) -> None:

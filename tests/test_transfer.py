@@ -19,6 +19,7 @@ from handoff_files.foundation.errors import (
     BlobNotFoundError,
     DescriptorError,
     HandoffError,
+    HandoffParseError,
     TransferRefusedError,
 )
 from handoff_files.transfer.blobs import LocalBlobStore, blob_path, sha256_hex
@@ -225,6 +226,24 @@ def test_a_malformed_descriptor_is_refused_before_anything_is_fetched(
 def test_descriptor_text_that_is_not_a_descriptor_is_refused(text: str) -> None:
     with pytest.raises(DescriptorError):
         parse_descriptor(text)
+
+
+@pytest.mark.parametrize("as_bytes", [pytest.param(False, id="str"), pytest.param(True, id="bytes")])
+def test_a_descriptor_with_a_duplicated_key_is_refused_by_the_strict_reader(
+    source: HandoffStore, blobs: LocalBlobStore, tmp_path: Path, as_bytes: bool
+) -> None:
+    """The cross-agent boundary: a second ``blob_sha256`` must not quietly win over the first."""
+    descriptor = handoff_checkpoint(source, blobs=blobs)
+    text = descriptor.to_json()
+    doubled = text[:-1] + f', "blob_sha256": "{"0" * 64}"}}'
+    given: str | bytes = doubled.encode() if as_bytes else doubled
+    with pytest.raises(DescriptorError, match="duplicate key 'blob_sha256'") as caught:
+        parse_descriptor(given)
+    assert isinstance(caught.value.__cause__, HandoffParseError)  # the one strict reader refused it
+    with pytest.raises(DescriptorError, match="duplicate key"):
+        adopt_checkpoint(given, tmp_path / "beta-1", blobs=blobs)
+    assert _listing(tmp_path / "beta-1") == []
+    assert parse_descriptor(text.encode() if as_bytes else text) == descriptor  # the same text, once, is fine
 
 
 def test_a_target_that_already_has_handoffs_is_refused_and_left_untouched(

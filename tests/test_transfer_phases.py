@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from handoff_files import HandoffStore
-from handoff_files.foundation.errors import TransferRefusedError
-from handoff_files.thread.store import TRANSFERRED_NAME
+from handoff_files.foundation.errors import HandoffParseError, TransferRefusedError
+from handoff_files.thread.layout import TRANSFERRED_NAME
 from handoff_files.transfer.blobs import LocalBlobStore
-from handoff_files.transfer.checkpoint import PHASES, transfer, transferred_to
+from handoff_files.transfer.handover import PHASES, transfer, transferred_to
 
 CHILD = Path(__file__).resolve().parent / "transfer_child.py"
 
@@ -73,6 +73,16 @@ def test_a_finished_transfer_is_idempotent_and_refuses_another_target(source: Ha
     with pytest.raises(TransferRefusedError, match="already transferred"):
         transfer(source, tmp_path / "gamma", blobs=blobs)
     assert not (tmp_path / "gamma").exists()
+
+
+def test_a_transfer_record_with_a_duplicated_key_is_refused_not_half_read(source: HandoffStore, tmp_path: Path) -> None:
+    transfer(source, tmp_path / "beta", blobs=LocalBlobStore(tmp_path / "blobs"))
+    path = source.path / TRANSFERRED_NAME
+    path.write_bytes(path.read_bytes().replace(b'  "target": ', b'  "target": "/elsewhere",\n  "target": ', 1))
+    with pytest.raises(HandoffParseError, match="duplicate key 'target'") as caught:
+        transferred_to(source)
+    assert caught.value.path == str(path)
+    assert isinstance(caught.value.__cause__, HandoffParseError)  # the one strict reader refused it
 
 
 def test_a_transfer_into_an_occupied_target_changes_nothing(source: HandoffStore, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import signal
 import sys
 
 from handoff_files.transfer.blobs import LocalBlobStore
-from handoff_files.transfer.checkpoint import Phase, transfer
+from handoff_files.transfer.handover import Phase, transfer
 
 
 def main() -> None:

@@ -1,17 +1,22 @@
-"""SW4RM compatibility: its handoff module's names and context wire format, and import/export of a thread's context."""
+"""SW4RM compatibility: its handoff module's names in one place; a thread's context imported from or exported to it.
+
+SW4RM's types live in :mod:`~handoff_files.compat.sw4rm_types` (request, response),
+:mod:`~handoff_files.compat.sw4rm_context` (the context and its wire format) and
+:mod:`~handoff_files.compat.sw4rm_client` (the client); they are re-exported here, under the
+names SW4RM's ``handoff`` module gives them.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import pydantic
 
+from handoff_files.compat.sw4rm_client import HandoffClient
+from handoff_files.compat.sw4rm_context import HandoffContext, check_shape, deserialize_context, serialize_context
+from handoff_files.compat.sw4rm_types import HandoffRequest, HandoffResponse, to_response
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.loader import describe
 from handoff_files.format.model import Context, HandoffContent, Message
@@ -26,9 +31,6 @@ from handoff_files.thread.locate import open_handoff
 from handoff_files.thread.results import Restored, SaveReceipt
 from handoff_files.thread.store import HandoffStore
 
-if TYPE_CHECKING:
-    from handoff_files.compat.sw4rm_client import HandoffClient
-
 __all__ = [
     "EXTRA_KEY",
     "HandoffClient",
@@ -42,6 +44,7 @@ __all__ = [
     "import_context",
     "serialize_context",
     "to_model",
+    "to_response",
 ]
 
 #: The key, in a message's ``metadata``, under which an imported message keeps what our
@@ -49,143 +52,8 @@ __all__ = [
 #: nulls, timestamps that would not export back as the same string), so export gives it back.
 EXTRA_KEY: Final = "handoff_files.sw4rm_extra"
 
-_FIELDS: Final = ("conversation_history", "tool_state", "metadata")
 _OPTIONAL: Final = ("timestamp", "tool_call_id", "name", "metadata")  # Message fields besides role and content
-# SW4RM's messages start with these words; code that matches on them keeps working
-_SERIALIZE_FAILED: Final = "Failed to serialize HandoffContext"
-_DESERIALIZE_FAILED: Final = "Failed to deserialize HandoffContext"
 _DEFAULT_SOURCE: Final = "<SW4RM context>"
-
-
-@dataclass
-class HandoffRequest:
-    """A request to hand execution to another agent, field for field as SW4RM's.
-
-    :ivar context_snapshot: a context as :func:`serialize_context` writes it.
-    :ivar timeout: seconds the target has to accept, or ``None`` for no limit.
-    """
-
-    from_agent: str
-    to_agent: str
-    reason: str
-    context_snapshot: bytes | None = None
-    preserve_history: bool = True
-    capabilities_required: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    timeout: float | None = None
-
-
-@dataclass
-class HandoffResponse:
-    """The answer to a :class:`HandoffRequest`, field for field as SW4RM's."""
-
-    accepted: bool
-    handoff_id: str
-    rejection_reason: str | None = None
-    status: HandoffStatus = HandoffStatus.PENDING
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class HandoffContext:
-    """What a receiving agent needs to carry on: the conversation, tool state and metadata.
-
-    Each message is a JSON object with a string ``role`` and ``content`` and optionally
-    ``timestamp``, ``tool_call_id``, ``name`` and ``metadata``.
-    """
-
-    conversation_history: list[dict[str, Any]] = field(default_factory=list)
-    tool_state: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the three fields as a new dict (deep-copied, as ``dataclasses.asdict`` copies)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> HandoffContext:
-        """Build a context from a mapping; a missing field takes its default, as SW4RM's does.
-
-        :raises ValueError: if a field present has the wrong type.
-        """
-        context = cls(
-            conversation_history=data.get("conversation_history", []),
-            tool_state=data.get("tool_state", {}),
-            metadata=data.get("metadata", {}),
-        )
-        _check_shape(context)
-        return context
-
-
-def serialize_context(context: HandoffContext) -> bytes:
-    """Encode *context* as compact UTF-8 JSON with sorted keys: equal contexts give equal bytes.
-
-    SW4RM's ``deserialize_context`` reads the result.
-
-    :raises ValueError: if a field has the wrong type or a value is not JSON (NaN and
-        Infinity, non-string keys, lone surrogates, objects JSON has no form for, cycles).
-    """
-    document = {name: getattr(context, name) for name in _FIELDS}
-    try:
-        _check_shape(context)
-        _check_json(document, [])
-        text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except RecursionError as exc:
-        msg = f"{_SERIALIZE_FAILED}: nested too deeply"
-        raise ValueError(msg) from exc
-    except (TypeError, ValueError) as exc:
-        msg = f"{_SERIALIZE_FAILED}: {exc}"
-        raise ValueError(msg) from exc
-    return text.encode("utf-8")  # cannot fail: _check_json refused lone surrogates
-
-
-def deserialize_context(data: bytes | bytearray | memoryview) -> HandoffContext:
-    """Decode a context written by :func:`serialize_context` or by SW4RM's.
-
-    The document must be one JSON object holding at most ``conversation_history`` (a list of
-    objects), ``tool_state`` and ``metadata`` (objects). A missing one takes its empty default,
-    as SW4RM's own reader does; an unknown key is refused (SW4RM drops it silently).
-
-    :raises ValueError: for invalid UTF-8, invalid JSON (NaN and Infinity, duplicate keys and
-        lone surrogates included), or a malformed document.
-    :raises TypeError: if *data* is not bytes.
-    """
-    if not isinstance(data, bytes | bytearray | memoryview):
-        msg = f"deserialize_context takes bytes, not {type(data).__name__}"
-        raise TypeError(msg)
-    try:
-        text = bytes(data).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        msg = f"{_DESERIALIZE_FAILED}: not UTF-8: {exc}"
-        raise ValueError(msg) from exc
-    try:
-        document = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except RecursionError as exc:
-        msg = f"{_DESERIALIZE_FAILED}: nested too deeply"
-        raise ValueError(msg) from exc
-    except ValueError as exc:
-        msg = f"{_DESERIALIZE_FAILED}: invalid JSON: {exc}"
-        raise ValueError(msg) from exc
-    if not isinstance(document, dict):
-        msg = f"{_DESERIALIZE_FAILED}: expected a JSON object at the top level, found {_kind(document)}"
-        raise ValueError(msg)  # noqa: TRY004 -- SW4RM's documented error for a malformed document
-    unknown = sorted(set(document) - set(_FIELDS))
-    if unknown:
-        found = ", ".join(repr(key) for key in unknown)
-        msg = f"{_DESERIALIZE_FAILED}: expected only the keys {', '.join(_FIELDS)}; found {found}"
-        raise ValueError(msg)
-    # a missing field takes its default, as SW4RM's reader does
-    context = HandoffContext(**{name: document[name] for name in _FIELDS if name in document})
-    try:
-        _check_shape(context)
-        _check_json(document, [])  # 1e999 parses as infinity; "\ud800" as a lone surrogate
-    except RecursionError as exc:
-        msg = f"{_DESERIALIZE_FAILED}: nested too deeply"
-        raise ValueError(msg) from exc
-    except ValueError as exc:
-        msg = f"{_DESERIALIZE_FAILED}: {exc}"
-        raise ValueError(msg) from exc
-    return context
 
 
 def to_model(context: HandoffContext, *, source: str | os.PathLike[str] = _DEFAULT_SOURCE) -> Context:
@@ -200,7 +68,7 @@ def to_model(context: HandoffContext, *, source: str | os.PathLike[str] = _DEFAU
     :raises HandoffValidationError: if the context does not fit the model.
     """
     try:
-        _check_shape(context)
+        check_shape(context)
     except ValueError as exc:
         raise HandoffValidationError(source, str(exc)) from exc
     block = {
@@ -285,16 +153,6 @@ def export_context(path: str | os.PathLike[str]) -> bytes:
     return serialize_context(from_model(open_handoff(path).handoff.context))
 
 
-def __getattr__(name: str) -> Any:
-    """``HandoffClient``, imported on first use: ``sw4rm_client`` imports this module (and the inbox, which does)."""
-    if name == "HandoffClient":
-        from handoff_files.compat.sw4rm_client import HandoffClient  # noqa: PLC0415 -- see the docstring
-
-        return HandoffClient
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
-
-
 # -- messages ------------------------------------------------------------------------------
 
 
@@ -342,89 +200,3 @@ def _narrative(context: HandoffContext) -> str:
         f"Imported from an SW4RM HandoffContext: {len(context.conversation_history)} message(s), "
         f"{len(context.tool_state)} tool_state key(s), {len(context.metadata)} metadata key(s)."
     )
-
-
-# -- checks --------------------------------------------------------------------------------
-
-
-def _check_shape(context: HandoffContext) -> None:
-    history = context.conversation_history
-    if not isinstance(history, list):
-        msg = f"conversation_history must be a list of message objects, found {_kind(history)}"
-        raise ValueError(msg)  # noqa: TRY004 -- SW4RM's contract: ValueError for a malformed context
-    for index, entry in enumerate(history):
-        if not isinstance(entry, dict):
-            msg = f"conversation_history[{index}] must be a message object, found {_kind(entry)}"
-            raise ValueError(msg)  # noqa: TRY004 -- as above
-    for name in ("tool_state", "metadata"):
-        value = getattr(context, name)
-        if not isinstance(value, dict):
-            msg = f"{name} must be an object, found {_kind(value)}"
-            raise ValueError(msg)  # noqa: TRY004 -- as above
-
-
-def _check_json(value: object, path: list[str | int]) -> None:
-    """Refuse what has no exact JSON form; *path* (the keys down to *value*) names the culprit."""
-    if isinstance(value, str):
-        _check_text(value, path)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            msg = f"{_where(path)}: {value} is not a JSON number (NaN and Infinity have no JSON form)"
-            raise ValueError(msg)
-    elif value is None or isinstance(value, int):  # bool is an int
-        return
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                msg = f"{_where(path)}: object keys must be strings, found {key!r}"
-                raise ValueError(msg)  # noqa: TRY004 -- as above
-            path.append(key)
-            _check_text(key, path)
-            _check_json(item, path)
-            path.pop()
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            path.append(index)
-            _check_json(item, path)
-            path.pop()
-    else:
-        msg = f"{_where(path)}: {type(value).__name__} is not JSON-serializable"
-        raise ValueError(msg)
-
-
-def _check_text(text: str, path: list[str | int]) -> None:
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            msg = f"{_where(path)}: text holds a lone surrogate, which UTF-8 cannot encode"
-            raise ValueError(msg) from exc
-
-
-def _where(path: list[str | int]) -> str:
-    if not path:
-        return "context"
-    head, *rest = path
-    return str(head) + "".join(f"[{part!r}]" for part in rest)
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):  # only then look for which key came twice
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                msg = f"duplicate key {key!r}"
-                raise ValueError(msg)
-            seen.add(key)
-    return result
-
-
-def _no_constant(name: str) -> None:
-    msg = f"{name} is not JSON (NaN and Infinity have no JSON form)"
-    raise ValueError(msg)
-
-
-def _kind(value: object) -> str:
-    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    return "null" if value is None else kinds.get(type(value), type(value).__name__)

@@ -1,15 +1,13 @@
-"""The receiving side of the handoff inbox (serve: decide, verify, claim, adopt, complete); the requester's fallback."""
+"""Serving: the receiving side of the handoff inbox (decide, verify, claim, adopt, complete), request by request."""
 
 from __future__ import annotations
 
 import logging
 import os
 import threading
-import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, NotRequired, TypedDict
+from typing import Final, NotRequired, Protocol, TypedDict
 
 from handoff_files.foundation.errors import (
     HandoffError,
@@ -18,28 +16,19 @@ from handoff_files.foundation.errors import (
     TransferRefusedError,
 )
 from handoff_files.foundation.names import check_id
-from handoff_files.inbox.lifecycle import (
-    MAX_REASON,
-    SETTLED,
-    HandoffInbox,
-    InboxRequest,
-    check_timeout,
-    is_handoff_id,
-    urgency,
-)
+from handoff_files.inbox.request import MAX_REASON, InboxRequest, is_handoff_id, urgency
 from handoff_files.inbox.status import HandoffStatus
 from handoff_files.thread.results import SaveReceipt
 from handoff_files.thread.store import HandoffStore
+from handoff_files.transfer.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
 from handoff_files.transfer.blobs import BlobStore
-from handoff_files.transfer.checkpoint import AdoptResult, adopt_checkpoint, verify_checkpoint
-from handoff_files.transfer.descriptor import Descriptor
 
 __all__ = [
     "DEFAULT_SERVE_RESCAN",
     "OnReceived",
     "OnRequest",
     "ServeOptions",
-    "request_handoff_with_fallback",
+    "ServedInbox",
     "serve",
     "thread_id_for",
 ]
@@ -54,6 +43,25 @@ logger = logging.getLogger(__name__)
 OnRequest = Callable[[InboxRequest], bool | str]
 #: ``on_handoff_received(request, result)``: the ACCEPTED request and its adoption (None: no descriptor).
 OnReceived = Callable[[InboxRequest, AdoptResult | None], None]
+
+
+class ServedInbox(Protocol):
+    """What :func:`serve` asks of an inbox: :class:`~handoff_files.inbox.lifecycle.HandoffInbox` is one.
+
+    A protocol, so the inbox can offer ``serve`` as a method without the two modules importing each other.
+    """
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def requests_dir(self) -> Path: ...
+    def ensure(self) -> None: ...
+    def list_handoffs(
+        self, *, to_agent: str | None = None, status: HandoffStatus | None = None
+    ) -> list[InboxRequest]: ...
+    def accept_handoff(self, handoff_id: str) -> InboxRequest: ...
+    def reject_handoff(self, handoff_id: str, reason: str) -> InboxRequest: ...
+    def complete_handoff(self, handoff_id: str) -> InboxRequest: ...
 
 
 class ServeOptions(TypedDict):
@@ -75,7 +83,7 @@ def thread_id_for(request: InboxRequest | str) -> str:
 
 
 def serve(
-    inbox: HandoffInbox,
+    inbox: ServedInbox,
     agent_id: str,
     *,
     on_handoff_request: OnRequest,
@@ -118,7 +126,7 @@ def serve(
     :raises HandoffValidationError: for a bad *agent_id*, *rescan* or *max_requests*.
     :raises HandoffError: if the inbox cannot be created, listed or watched.
     """
-    from handoff_files.watch.watcher import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
+    from handoff_files.watch.directory import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
 
     check_id(agent_id, "agent_id", inbox.path)
     if max_requests is not None and (type(max_requests) is not int or max_requests < 1):
@@ -137,17 +145,7 @@ def serve(
     inbox.ensure()
     with watch_directory(inbox.requests_dir, wake.set, rescan=rescan, wanted=_is_request_file):
         # the watch exists before the first scan: a request written in between is both scanned and hinted
-        while not stop.is_set():
-            wake.clear()
-            while not stop.is_set() and (max_requests is None or len(server.settled) < max_requests):
-                request = server.next_request()
-                if request is None:
-                    break
-                server.handle(request)
-            if max_requests is not None and len(server.settled) >= max_requests:
-                break
-            while not wake.wait(_STOP_POLL) and not stop.is_set():
-                pass
+        server.run(stop, wake, max_requests)
     return server.settled
 
 
@@ -161,7 +159,7 @@ class _Server:
 
     def __init__(
         self,
-        inbox: HandoffInbox,
+        inbox: ServedInbox,
         agent_id: str,
         *,
         on_request: OnRequest,
@@ -177,6 +175,20 @@ class _Server:
         self.threads = threads
         self.tried: set[str] = set()
         self.settled: list[InboxRequest] = []
+
+    def run(self, stop: threading.Event, wake: threading.Event, max_requests: int | None) -> None:
+        """Take requests until *stop* is set or *max_requests* are settled, waiting for *wake* when none is left."""
+        while not stop.is_set():
+            wake.clear()
+            while not stop.is_set() and (max_requests is None or len(self.settled) < max_requests):
+                request = self.next_request()
+                if request is None:
+                    break
+                self.handle(request)
+            if max_requests is not None and len(self.settled) >= max_requests:
+                return
+            while not wake.wait(_STOP_POLL) and not stop.is_set():
+                pass
 
     def next_request(self) -> InboxRequest | None:
         """ACCEPTED requests left by a crashed serve() first, then the most urgent PENDING one."""
@@ -275,76 +287,3 @@ class _Server:
         return AdoptResult(
             descriptor.source, handoff.thread_id, descriptor.checkpoint_id, descriptor.blob_id, True, receipt
         )
-
-
-# -- the requesting side: fallback -----------------------------------------------------------
-
-
-def request_handoff_with_fallback(
-    inbox: HandoffInbox,
-    preferred_agents: Iterable[str],
-    *,
-    from_agent: str,
-    reason: str,
-    descriptor: Descriptor | Mapping[str, Any] | str | bytes | None = None,
-    wait: float = 30.0,
-    poll: float = 0.05,
-    **kwargs: Any,
-) -> InboxRequest:
-    """Ask each agent in turn; return the first request accepted, or a REJECTED record giving every agent's reason.
-
-    Each request expires after *wait* seconds (or the ``timeout`` given, if shorter), so an agent
-    that answers too late can no longer accept it: at most one agent ever takes the work. The
-    REJECTED record returned when nobody accepts is not stored; its ``rejection_reason`` reads
-    e.g. ``"beta: rejected: busy; gamma: expired after 2 s; delta: refused by the capability gate: …"``.
-
-    :param kwargs: passed to :meth:`HandoffInbox.request_handoff` (priority, capabilities_required, metadata, timeout).
-    :returns: the ACCEPTED (or already COMPLETED) request, or the REJECTED summary.
-    :raises HandoffValidationError: for no agents, or a bad *wait* or *poll*; as request_handoff does.
-    """
-    agents = [preferred_agents] if isinstance(preferred_agents, str) else list(preferred_agents)
-    if not agents or not wait > 0 or not poll > 0:
-        msg = f"need at least one agent, and wait and poll more than 0 s (got {agents!r}, {wait!r}, {poll!r})"
-        raise HandoffValidationError(inbox.path, msg)
-    timeout = check_timeout(kwargs.pop("timeout", None), inbox.path)
-    limit = wait if timeout is None else min(timeout, wait)
-    reasons: list[str] = []
-    for agent in agents:
-        record = inbox.request_handoff(from_agent, agent, reason, descriptor=descriptor, timeout=limit, **kwargs)
-        if record.status is HandoffStatus.PENDING:
-            record = _await_answer(inbox, record, limit, poll)
-        if record.status in SETTLED:
-            return record
-        if record.status is HandoffStatus.EXPIRED:
-            inbox.expire_overdue()  # let the file say so too
-            reasons.append(f"{agent}: expired after {limit:g} s")
-        elif record.status is HandoffStatus.PENDING:  # the inbox's clock has not reached expires_at
-            reasons.append(f"{agent}: no answer in {limit:g} s")
-        elif record.rejection_reason is not None and record.rejection_reason.startswith("refused by"):
-            reasons.append(f"{agent}: {record.rejection_reason}")
-        else:
-            reasons.append(f"{agent}: rejected: {record.rejection_reason}")
-    summary = "; ".join(reasons)
-    return record.model_copy(
-        update={
-            "handoff_id": uuid.uuid4().hex,
-            "to_agent": None,
-            "status": HandoffStatus.REJECTED,
-            "rejection_reason": summary if len(summary) <= MAX_REASON else summary[: MAX_REASON - 1] + "…",
-            "rejected_at": inbox.now(),
-            "accepted_at": None,
-            "completed_at": None,
-        }
-    )
-
-
-def _await_answer(inbox: HandoffInbox, record: InboxRequest, limit: float, poll: float) -> InboxRequest:
-    # the inbox's clock decides expiry; the monotonic bound only ends the wait if that clock stands still
-    deadline = time.monotonic() + limit + max(1.0, 10 * poll)
-    while True:
-        current = inbox.get_handoff(record.handoff_id)
-        if current is None:  # removed by hand
-            return record.model_copy(update={"status": HandoffStatus.REJECTED, "rejection_reason": "request removed"})
-        if current.status is not HandoffStatus.PENDING or time.monotonic() > deadline:
-            return current
-        time.sleep(min(poll, max(0.0, deadline - time.monotonic())))

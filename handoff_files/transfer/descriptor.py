@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
@@ -11,10 +9,11 @@ from typing import Annotated, Any, Final, Literal
 import pydantic
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
+from handoff_files.format.codec import parse_json
 from handoff_files.format.loader import describe
 from handoff_files.format.model import MAX_INT, Id
 from handoff_files.format.schema import SCHEMA_DIR, model_schema, render_schema
-from handoff_files.foundation.errors import DescriptorError
+from handoff_files.foundation.errors import DescriptorError, HandoffParseError, HandoffTooLargeError
 
 __all__ = [
     "DESCRIPTOR_SCHEMA_FILE",
@@ -73,22 +72,16 @@ class Descriptor(BaseModel):
 
 
 def parse_descriptor(value: Descriptor | Mapping[str, Any] | str | bytes) -> Descriptor:
-    """Accept a descriptor as the object, a mapping, or its JSON text.
+    """Accept a descriptor as the object, a mapping, or its JSON text (read strictly, as every byte from outside).
 
-    :raises DescriptorError: if it is not valid JSON, has no ``blob_sha256``, is of an unknown
+    :raises DescriptorError: if it is not strict JSON (duplicate keys and NaN included), is larger
+        than :data:`MAX_DESCRIPTOR_BYTES`, has no ``blob_sha256``, is of an unknown
         ``descriptor_version``, or is otherwise malformed; the message says which.
     """
     if isinstance(value, Descriptor):
         return value
     if isinstance(value, str | bytes):
-        if len(value) > MAX_DESCRIPTOR_BYTES:
-            msg = f"descriptor is {len(value):,} bytes, over the {MAX_DESCRIPTOR_BYTES:,}-byte limit"
-            raise DescriptorError(_WHERE, msg)
-        try:
-            value = json.loads(value, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as exc:
-            msg = f"not JSON: {exc}"
-            raise DescriptorError(_WHERE, msg) from exc
+        value = _read_json(value)
     if not isinstance(value, Mapping):
         msg = f"a descriptor is a JSON object, not {type(value).__name__}"
         raise DescriptorError(_WHERE, msg)
@@ -106,14 +99,21 @@ def parse_descriptor(value: Descriptor | Mapping[str, Any] | str | bytes) -> Des
         raise DescriptorError(_WHERE, msg) from exc
 
 
-def _no_constant(name: str) -> None:
-    msg = f"{name} is not JSON"
-    raise ValueError(msg)
-
-
-def now() -> dt.datetime:
-    """The current time in UTC (a descriptor's ``created_at``)."""
-    return dt.datetime.now(dt.UTC)
+def _read_json(text: str | bytes) -> Any:
+    """The descriptor's JSON, read by the one strict reader: another agent wrote it."""
+    try:
+        data = text.encode("utf-8") if isinstance(text, str) else text
+    except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8, so no JSON
+        msg = f"not a descriptor: invalid JSON: the text holds a lone surrogate at character {exc.start}"
+        raise DescriptorError(_WHERE, msg) from exc
+    try:
+        return parse_json(data, _WHERE, limit=MAX_DESCRIPTOR_BYTES)
+    except HandoffTooLargeError as exc:
+        msg = f"descriptor is {len(data):,} bytes, over the {MAX_DESCRIPTOR_BYTES:,}-byte limit"
+        raise DescriptorError(_WHERE, msg) from exc
+    except HandoffParseError as exc:
+        msg = f"not a descriptor: {exc.reason}"
+        raise DescriptorError(_WHERE, msg) from exc
 
 
 def descriptor_schema() -> dict[str, Any]:

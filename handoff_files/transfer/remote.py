@@ -14,23 +14,22 @@ from fsspec.implementations.local import LocalFileSystem
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.atomic import TEMP_SUFFIX
 from handoff_files.foundation.errors import BlobError, BlobNotFoundError
-from handoff_files.transfer.blobs import (
+from handoff_files.transfer.blob_layout import (
     COMPRESS_OVER,
-    COMPRESSED_SUFFIX,
-    LocalBlobStore,
+    SUFFIXES,
     blob_path,
     check_blob_id,
     pack,
     sha256_hex,
     unpack,
 )
+from handoff_files.transfer.local_blobs import LocalBlobStore
 
 __all__ = ["OBJECT_STORES", "FsspecBlobStore", "redact_url"]
 
 #: Protocols of object stores, where one upload is atomic: the object appears whole when the PUT (or a
 #: multipart upload's completion) succeeds, or not at all. Every other filesystem writes a temp name, then moves it.
 OBJECT_STORES: Final = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "oss"})
-_SUFFIXES: Final = ("", COMPRESSED_SUFFIX)
 _USERINFO: Final = re.compile(r"//[^/?#@]*@")
 _QUERY: Final = re.compile(r"[?#].*?(?=::|$)")
 
@@ -41,7 +40,7 @@ def redact_url(url: str) -> str:
 
 
 class FsspecBlobStore:
-    """Blobs on any fsspec filesystem, laid out and packed as :class:`~handoff_files.transfer.blobs.LocalBlobStore`.
+    """Blobs on any fsspec filesystem, laid out and packed as a :class:`.local_blobs.LocalBlobStore` lays them out.
 
     ``<url>/sha256/ab/<id>`` (or ``<id>.zz`` past ``compress_over``): a blob one store type wrote is
     read by the other when the url is a local path. Every failure of the filesystem is a
@@ -143,7 +142,7 @@ class FsspecBlobStore:
         :raises BlobError: if the store cannot be reached or read, or the blob is larger than
             ``max_bytes`` (stored or inflated).
         """
-        for suffix in _SUFFIXES:
+        for suffix in SUFFIXES:
             path = self._path(blob_id, suffix)
             where = self._where(blob_id, suffix)
             info = self._stat(path, where)
@@ -182,7 +181,7 @@ class FsspecBlobStore:
         :raises BlobError: if the store cannot be reached or looked into (never taken as "absent").
         """
         return any(
-            self._stat(self._path(blob_id, suffix), self._where(blob_id, suffix)) is not None for suffix in _SUFFIXES
+            self._stat(self._path(blob_id, suffix), self._where(blob_id, suffix)) is not None for suffix in SUFFIXES
         )
 
     def _stat(self, path: str, where: str) -> dict[str, Any] | None:

@@ -1,0 +1,156 @@
+"""Request files: one JSON file per request under ``requests/``, read strictly and written durably under a lock."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Final
+
+from pydantic import ValidationError
+
+from handoff_files.format.codec import parse_json, render
+from handoff_files.format.loader import describe
+from handoff_files.foundation.atomic import fsync_dir, read_bytes, write_durable
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffParseError,
+    HandoffValidationError,
+    HandoffWriteError,
+    UnknownRequestError,
+)
+from handoff_files.foundation.lock import WriterLock
+from handoff_files.inbox.request import InboxRequest
+
+__all__ = ["MAX_REQUEST_BYTES", "REQUESTS_DIR", "RequestFiles"]
+
+#: The folder, inside the inbox, holding one ``<handoff_id>.json`` per request.
+REQUESTS_DIR: Final = "requests"
+#: A request file is small (the context travels as a descriptor): past this it is refused unread.
+MAX_REQUEST_BYTES: Final = 1024 * 1024
+
+_REQUEST_FILE: Final = re.compile(r"^[0-9a-f]{32}\.json$")
+# write_durable's temp files for our request files: `.<name>.<8 random chars>.tmp`
+_REQUEST_TEMP: Final = re.compile(r"^\.[0-9a-f]{32}\.json\.[a-z0-9_]{8}\.tmp$")
+_FIX: Final = "fix or remove the file"
+
+
+class RequestFiles:
+    """The files of an inbox: where each request is, how it is read and written, and the writers' lock.
+
+    Knows bytes and paths, not the lifecycle: every check of a transition is the inbox's.
+
+    :param path: the inbox directory.
+    :param lock_timeout: seconds a writer waits for the lock on ``<path>/.lock``.
+    """
+
+    def __init__(self, path: Path, *, lock_timeout: float) -> None:
+        self.path = path
+        self.requests_dir = path / REQUESTS_DIR
+        self.lock = WriterLock(path, timeout=lock_timeout)
+        self._ready = False
+
+    def file(self, handoff_id: str) -> Path:
+        """Where request *handoff_id* is kept (a checked id: nothing else may reach a path)."""
+        return self.requests_dir / f"{handoff_id}.json"
+
+    def read(self, path: Path) -> InboxRequest:
+        """The request in *path*, read strictly (duplicate keys, NaN and the like are damage).
+
+        :raises UnknownRequestError: if there is no such file.
+        :raises HandoffParseError: if it is not one strict JSON object.
+        :raises HandoffValidationError: if it is not a request, or not the one its name says.
+        """
+        try:
+            data, _ = read_bytes(path, MAX_REQUEST_BYTES, follow_symlinks=False)
+        except HandoffNotFoundError as exc:
+            msg = f"handoff {path.stem} not found: no request has that id in this inbox"
+            raise UnknownRequestError(path, msg) from exc
+        try:
+            document = parse_json(data, path, limit=MAX_REQUEST_BYTES)
+        except HandoffParseError as exc:
+            msg = f"not a request file: {exc.reason} (torn, emptied or overwritten?); {_FIX}"
+            raise HandoffParseError(path, msg) from exc
+        if not isinstance(document, dict):
+            msg = f"not a JSON object, as every request file is (torn, emptied or overwritten?); {_FIX}"
+            raise HandoffParseError(path, msg)
+        try:
+            record = InboxRequest.model_validate_json(data)
+        except ValidationError as exc:
+            msg = f"not a valid handoff request: {describe(exc)}; {_FIX}"
+            raise HandoffValidationError(path, msg) from exc
+        if record.handoff_id != path.stem:
+            msg = f"holds request {record.handoff_id}, not the {path.stem} its name says; {_FIX}"
+            raise HandoffValidationError(path, msg)
+        return record
+
+    def scan(self) -> tuple[list[InboxRequest], list[HandoffError]]:
+        """Every readable request, and one error (naming the file) for each damaged one.
+
+        :raises HandoffError: if ``requests/`` exists but cannot be listed.
+        """
+        try:
+            names = sorted(os.listdir(self.requests_dir))
+        except FileNotFoundError:
+            return [], []
+        except OSError as exc:
+            msg = f"cannot list the inbox: {exc.strerror or exc}"
+            raise HandoffError(self.requests_dir, msg) from exc
+        records: list[InboxRequest] = []
+        problems: list[HandoffError] = []
+        for name in names:
+            if not _REQUEST_FILE.match(name):
+                continue  # temp files of writers in flight, and anything that is not ours
+            try:
+                records.append(self.read(self.requests_dir / name))
+            except UnknownRequestError:
+                continue  # removed by hand since the listing
+            except HandoffError as exc:
+                problems.append(exc)
+        return records, problems
+
+    def write(self, record: InboxRequest, data: bytes | None = None) -> None:
+        """Write *record* (or *data*, its :meth:`render` already made) to its file, atomically and durably.
+
+        Call while holding :attr:`lock`.
+        """
+        write_durable(self.file(record.handoff_id), self.render(record) if data is None else data)
+
+    def render(self, record: InboxRequest) -> bytes:
+        """The file's bytes for *record*: indented JSON a person can read.
+
+        :raises HandoffValidationError: past :data:`MAX_REQUEST_BYTES`.
+        """
+        # refused_by is never stored (a refused request is not written): files stay as older readers know them
+        data = render(record.model_dump(mode="json", exclude={"refused_by"}), "json")
+        if len(data) > MAX_REQUEST_BYTES:
+            msg = (
+                f"the request would be {len(data):,} bytes, over the {MAX_REQUEST_BYTES:,}-byte limit; "
+                "pass the context as a descriptor, and keep metadata small"
+            )
+            raise HandoffValidationError(self.path, msg)
+        return data
+
+    def ensure(self) -> None:
+        """Create the inbox and ``requests/`` (0700, durably) or raise HandoffWriteError; clear dead writers' temps."""
+        if self._ready:
+            return
+        try:
+            if self.requests_dir.is_symlink():
+                msg = "is a symbolic link; an inbox's files are never written outside it"
+                raise HandoffError(self.requests_dir, msg)
+            for directory in (self.path, self.requests_dir):
+                if not directory.is_dir():
+                    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    # fsync the parent: a new folder is not durable until its entry is
+                    fsync_dir(directory.parent)
+            with self.lock.held():
+                # a writer SIGKILLed between its temp file and the rename leaves the temp: ours to clear
+                for name in os.listdir(self.requests_dir):
+                    if _REQUEST_TEMP.match(name):
+                        (self.requests_dir / name).unlink(missing_ok=True)
+        except OSError as exc:
+            msg = f"cannot create or tidy the inbox: {exc.strerror or exc}"
+            raise HandoffWriteError(self.path, msg) from exc
+        self._ready = True

@@ -1,0 +1,112 @@
+"""Adoption: a descriptor's blob fetched, its sha256 and seal checked, and only then written as a new thread."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from handoff_files.format.loader import decode
+from handoff_files.format.model import Handoff
+from handoff_files.foundation.errors import BlobError, BlobIntegrityError, HandoffError, TransferRefusedError
+from handoff_files.thread.results import SaveReceipt
+from handoff_files.thread.store import HandoffStore
+from handoff_files.transfer.blob_layout import sha256_hex
+from handoff_files.transfer.blobs import BlobStore
+from handoff_files.transfer.descriptor import Descriptor, parse_descriptor
+
+__all__ = ["AdoptResult", "adopt_checkpoint", "verify_checkpoint"]
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptResult:
+    """What :func:`adopt_checkpoint` did: which checkpoint, verified, became which new thread."""
+
+    adopted_from: str  # the descriptor's source, "thread:generation"
+    new_thread_id: str
+    checkpoint_id: str  # the adopted generation's seal
+    blob_id: str
+    verified: bool  # the blob's sha256 and the handoff's seal both checked (always True on return)
+    receipt: SaveReceipt  # generation 1 of the new thread
+
+
+def _get(blobs: BlobStore, blob_id: str) -> bytes:
+    try:
+        data = blobs.get(blob_id)
+    except HandoffError:
+        raise
+    except Exception as exc:  # never taken as empty: an unreadable store is an error
+        msg = f"the blob store failed to return blob {blob_id}: {type(exc).__name__}: {exc}"
+        raise BlobError(repr(blobs), msg) from exc
+    if not isinstance(data, bytes | bytearray | memoryview):
+        msg = f"the blob store returned {type(data).__name__}, not bytes, for blob {blob_id}"
+        raise BlobError(repr(blobs), msg)
+    return bytes(data)
+
+
+def verify_checkpoint(descriptor: Descriptor | dict[str, Any] | str | bytes, *, blobs: BlobStore) -> Handoff:
+    """Fetch the descriptor's blob and check it, writing nothing: what adoption checks before it writes.
+
+    :returns: the verified handoff the blob holds.
+    :raises DescriptorError, BlobNotFoundError, BlobError, BlobIntegrityError, HandoffError:
+        as :func:`adopt_checkpoint` does.
+    """
+    wanted = parse_descriptor(descriptor)
+    data = _get(blobs, wanted.blob_id)
+    where = f"blob {wanted.blob_id}"
+    actual = sha256_hex(data)
+    if actual != wanted.blob_sha256:
+        msg = f"sha256 is {actual}, but the descriptor says {wanted.blob_sha256}: refused, nothing written"
+        raise BlobIntegrityError(where, msg)
+    handoff = decode(data, where)
+    named = (handoff.agent_id, handoff.thread_id, handoff.generation, str(handoff.seal))
+    expected = (wanted.agent_id, wanted.thread_id, wanted.generation, wanted.checkpoint_id)
+    if named != expected:
+        msg = (
+            f"holds {handoff.thread_id}:{handoff.generation} sealed {handoff.seal}, not the checkpoint the "
+            f"descriptor names ({wanted.source}, {wanted.checkpoint_id}): refused, nothing written"
+        )
+        raise BlobIntegrityError(where, msg)
+    return handoff
+
+
+def adopt_checkpoint(
+    descriptor: Descriptor | dict[str, Any] | str | bytes,
+    new_thread_dir: str | os.PathLike[str],
+    *,
+    blobs: BlobStore,
+    agent_id: str | None = None,
+) -> AdoptResult:
+    """Fetch the descriptor's blob, check its sha256 and seal, and only then write it as generation 1 of a new thread.
+
+    The new generation records ``lineage.adopted_from`` (source agent, thread, generation, blob id
+    and sha256). Nothing is written unless every check passes.
+
+    :param descriptor: the :class:`Descriptor`, a dict, or its JSON text.
+    :param new_thread_dir: an empty or missing directory; its name is the new thread's id.
+    :param agent_id: the adopting agent (default: the directory name, as for any new thread).
+    :raises DescriptorError: a malformed descriptor, one without a hash, or of an unknown version.
+    :raises TransferRefusedError: the target already holds handoffs.
+    :raises BlobNotFoundError, BlobError: the blob cannot be fetched (never taken as empty).
+    :raises BlobIntegrityError: the blob's sha256 differs, or it is not the checkpoint named.
+    :raises HandoffError: the blob is not a sealed handoff that verifies (as :func:`load` says).
+    """
+    wanted = parse_descriptor(descriptor)
+    target = HandoffStore(new_thread_dir, agent_id=agent_id)
+    held = target.holdings()
+    if held:
+        msg = f"already holds a thread ({', '.join(held)}); adopt into a new, empty directory"
+        raise TransferRefusedError(target.path, msg)
+    handoff = verify_checkpoint(wanted, blobs=blobs)
+    receipt = target.adopt(
+        handoff,
+        {
+            "agent_id": handoff.agent_id,
+            "thread_id": handoff.thread_id,
+            "generation": handoff.generation,
+            "blob_id": wanted.blob_id,
+            "blob_sha256": wanted.blob_sha256,
+        },
+    )
+    # a new thread takes its id from its directory's name (the store refuses an invalid one)
+    return AdoptResult(wanted.source, target.path.name, wanted.checkpoint_id, wanted.blob_id, True, receipt)
