@@ -2,62 +2,151 @@
 
 from __future__ import annotations
 
-from handoff_files.format.loader import load
-from handoff_files.format.model import (
-    SCHEMA_VERSION,
-    Context,
-    Decision,
-    Handoff,
-    HandoffContent,
-    Lineage,
-    Message,
-    Priority,
-    Seal,
-    State,
-    Warning,
-)
-from handoff_files.foundation.errors import (
-    BlobError,
-    BlobIntegrityError,
-    BlobNotFoundError,
-    CapabilityError,
-    ChecksumMismatchError,
-    DescriptorError,
-    HandoffError,
-    HandoffLockedError,
-    HandoffMigrationError,
-    HandoffNotFoundError,
-    HandoffParseError,
-    HandoffTooLargeError,
-    HandoffValidationError,
-    HandoffWriteError,
-    InvalidNameError,
-    InvalidTransitionError,
-    NoHandoffError,
-    SealError,
-    TransferRefusedError,
-    UnknownRequestError,
-    UnsealedEditError,
-    UnsupportedVersionError,
-)
-from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
-from handoff_files.thread.store import Durability, HandoffStore
-from handoff_files.transfer.blobs import BlobStore, LocalBlobStore
-from handoff_files.transfer.checkpoint import (
-    AdoptResult,
-    TransferResult,
-    adopt_checkpoint,
-    handoff_checkpoint,
-    transfer,
-)
-from handoff_files.transfer.descriptor import Descriptor
-from handoff_files.transfer.trim import trim_context
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
-__version__ = "0.1.0"
+from handoff_files.foundation.version import __version__
+
+if TYPE_CHECKING:
+    from handoff_files.format.loader import load
+    from handoff_files.format.model import (
+        SCHEMA_VERSION,
+        Context,
+        Decision,
+        Handoff,
+        HandoffContent,
+        Lineage,
+        Message,
+        Priority,
+        Seal,
+        State,
+        Warning,
+    )
+    from handoff_files.foundation.errors import (
+        BlobError,
+        BlobIntegrityError,
+        BlobNotFoundError,
+        CapabilityError,
+        ChecksumMismatchError,
+        DescriptorError,
+        HandoffError,
+        HandoffLockedError,
+        HandoffMigrationError,
+        HandoffNotFoundError,
+        HandoffParseError,
+        HandoffTooLargeError,
+        HandoffValidationError,
+        HandoffWriteError,
+        InvalidNameError,
+        InvalidTransitionError,
+        NoHandoffError,
+        SealError,
+        TransferRefusedError,
+        UnknownRequestError,
+        UnsealedEditError,
+        UnsupportedVersionError,
+    )
+    from handoff_files.inbox.capabilities import AgentRegistry
+    from handoff_files.inbox.fallback import request_handoff_with_fallback
+    from handoff_files.inbox.lifecycle import HandoffInbox
+    from handoff_files.inbox.request import InboxRequest
+    from handoff_files.inbox.serve import serve
+    from handoff_files.inbox.status import HandoffStatus
+    from handoff_files.run.killrun import Killer
+    from handoff_files.run.supervise import RunResult, supervise
+    from handoff_files.thread.layout import ThreadDir
+    from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
+    from handoff_files.thread.store import Durability, HandoffStore
+    from handoff_files.thread.validate import Validation, validate
+    from handoff_files.transfer.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
+    from handoff_files.transfer.blobs import BlobStore, open_blobs
+    from handoff_files.transfer.descriptor import Descriptor, parse_descriptor
+    from handoff_files.transfer.export import handoff_checkpoint
+    from handoff_files.transfer.handover import TransferResult, transfer
+    from handoff_files.transfer.local_blobs import LocalBlobStore
+    from handoff_files.transfer.remote import FsspecBlobStore
+    from handoff_files.transfer.trim import trim_context
+    from handoff_files.watch.directory import DirectoryWatch, watch_directory
+    from handoff_files.watch.watcher import Watcher, watch
+
+# every public name, and the module that defines it: imported on first use, so `import handoff_files`
+# costs almost nothing and an agent's restart never pays for watchdog, ruamel.yaml, fsspec or the inbox
+_EXPORTS: Final[dict[str, str]] = {
+    "BlobError": "handoff_files.foundation.errors",
+    "BlobIntegrityError": "handoff_files.foundation.errors",
+    "BlobNotFoundError": "handoff_files.foundation.errors",
+    "CapabilityError": "handoff_files.foundation.errors",
+    "ChecksumMismatchError": "handoff_files.foundation.errors",
+    "DescriptorError": "handoff_files.foundation.errors",
+    "HandoffError": "handoff_files.foundation.errors",
+    "HandoffLockedError": "handoff_files.foundation.errors",
+    "HandoffMigrationError": "handoff_files.foundation.errors",
+    "HandoffNotFoundError": "handoff_files.foundation.errors",
+    "HandoffParseError": "handoff_files.foundation.errors",
+    "HandoffTooLargeError": "handoff_files.foundation.errors",
+    "HandoffValidationError": "handoff_files.foundation.errors",
+    "HandoffWriteError": "handoff_files.foundation.errors",
+    "InvalidNameError": "handoff_files.foundation.errors",
+    "InvalidTransitionError": "handoff_files.foundation.errors",
+    "NoHandoffError": "handoff_files.foundation.errors",
+    "SealError": "handoff_files.foundation.errors",
+    "TransferRefusedError": "handoff_files.foundation.errors",
+    "UnknownRequestError": "handoff_files.foundation.errors",
+    "UnsealedEditError": "handoff_files.foundation.errors",
+    "UnsupportedVersionError": "handoff_files.foundation.errors",
+    "Context": "handoff_files.format.model",
+    "Decision": "handoff_files.format.model",
+    "Handoff": "handoff_files.format.model",
+    "HandoffContent": "handoff_files.format.model",
+    "Lineage": "handoff_files.format.model",
+    "Message": "handoff_files.format.model",
+    "Priority": "handoff_files.format.model",
+    "SCHEMA_VERSION": "handoff_files.format.model",
+    "Seal": "handoff_files.format.model",
+    "State": "handoff_files.format.model",
+    "Warning": "handoff_files.format.model",
+    "load": "handoff_files.format.loader",
+    "HistoryEntry": "handoff_files.thread.results",
+    "MigrationReport": "handoff_files.thread.results",
+    "Restored": "handoff_files.thread.results",
+    "SaveReceipt": "handoff_files.thread.results",
+    "Durability": "handoff_files.thread.store",
+    "HandoffStore": "handoff_files.thread.store",
+    "ThreadDir": "handoff_files.thread.layout",
+    "Validation": "handoff_files.thread.validate",
+    "validate": "handoff_files.thread.validate",
+    "Watcher": "handoff_files.watch.watcher",
+    "watch": "handoff_files.watch.watcher",
+    "DirectoryWatch": "handoff_files.watch.directory",
+    "watch_directory": "handoff_files.watch.directory",
+    "BlobStore": "handoff_files.transfer.blobs",
+    "open_blobs": "handoff_files.transfer.blobs",
+    "LocalBlobStore": "handoff_files.transfer.local_blobs",
+    "FsspecBlobStore": "handoff_files.transfer.remote",
+    "Descriptor": "handoff_files.transfer.descriptor",
+    "parse_descriptor": "handoff_files.transfer.descriptor",
+    "handoff_checkpoint": "handoff_files.transfer.export",
+    "AdoptResult": "handoff_files.transfer.adopt",
+    "adopt_checkpoint": "handoff_files.transfer.adopt",
+    "verify_checkpoint": "handoff_files.transfer.adopt",
+    "TransferResult": "handoff_files.transfer.handover",
+    "transfer": "handoff_files.transfer.handover",
+    "trim_context": "handoff_files.transfer.trim",
+    "HandoffStatus": "handoff_files.inbox.status",
+    "InboxRequest": "handoff_files.inbox.request",
+    "HandoffInbox": "handoff_files.inbox.lifecycle",
+    "AgentRegistry": "handoff_files.inbox.capabilities",
+    "serve": "handoff_files.inbox.serve",
+    "request_handoff_with_fallback": "handoff_files.inbox.fallback",
+    "RunResult": "handoff_files.run.supervise",
+    "supervise": "handoff_files.run.supervise",
+    "Killer": "handoff_files.run.killrun",
+}
 
 __all__ = [
     "SCHEMA_VERSION",
     "AdoptResult",
+    "AgentRegistry",
     "BlobError",
     "BlobIntegrityError",
     "BlobNotFoundError",
@@ -68,21 +157,27 @@ __all__ = [
     "Decision",
     "Descriptor",
     "DescriptorError",
+    "DirectoryWatch",
     "Durability",
+    "FsspecBlobStore",
     "Handoff",
     "HandoffContent",
     "HandoffError",
+    "HandoffInbox",
     "HandoffLockedError",
     "HandoffMigrationError",
     "HandoffNotFoundError",
     "HandoffParseError",
+    "HandoffStatus",
     "HandoffStore",
     "HandoffTooLargeError",
     "HandoffValidationError",
     "HandoffWriteError",
     "HistoryEntry",
+    "InboxRequest",
     "InvalidNameError",
     "InvalidTransitionError",
+    "Killer",
     "Lineage",
     "LocalBlobStore",
     "Message",
@@ -90,20 +185,47 @@ __all__ = [
     "NoHandoffError",
     "Priority",
     "Restored",
+    "RunResult",
     "SaveReceipt",
     "Seal",
     "SealError",
     "State",
+    "ThreadDir",
     "TransferRefusedError",
     "TransferResult",
     "UnknownRequestError",
     "UnsealedEditError",
     "UnsupportedVersionError",
+    "Validation",
     "Warning",
+    "Watcher",
     "__version__",
     "adopt_checkpoint",
     "handoff_checkpoint",
     "load",
+    "open_blobs",
+    "parse_descriptor",
+    "request_handoff_with_fallback",
+    "serve",
+    "supervise",
     "transfer",
     "trim_context",
+    "validate",
+    "verify_checkpoint",
+    "watch",
+    "watch_directory",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

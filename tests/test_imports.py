@@ -60,4 +60,4 @@ def test_every_public_name_resolves_from_the_top_level(name: str) -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'HandoffStor'"):
-        _ = handoff_files.HandoffStor  # type: ignore[attr-defined]
+        _ = handoff_files.HandoffStor

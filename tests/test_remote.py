@@ -29,9 +29,10 @@ from handoff_files.foundation.errors import (
     DescriptorError,
     HandoffError,
 )
+from handoff_files.transfer.adopt import adopt_checkpoint
 from handoff_files.transfer.blobs import LocalBlobStore, blob_path, sha256_hex
-from handoff_files.transfer.checkpoint import adopt_checkpoint, handoff_checkpoint
 from handoff_files.transfer.descriptor import Descriptor
+from handoff_files.transfer.export import handoff_checkpoint
 from handoff_files.transfer.remote import FsspecBlobStore, redact_url
 from tests.test_transfer import _five_layers, _layers, _listing
 
@@ -357,7 +358,7 @@ _EXPORTER = """
 import json, sys
 from handoff_files import HandoffStore
 from handoff_files.transfer.remote import FsspecBlobStore
-from handoff_files.transfer.checkpoint import handoff_checkpoint
+from handoff_files.transfer.export import handoff_checkpoint
 thread, url, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 store = HandoffStore(thread)
 store.save(json.loads(sys.stdin.read()))
@@ -366,7 +367,7 @@ print(handoff_checkpoint(store, blobs=FsspecBlobStore(url, **options), to_agent=
 _ADOPTER = """
 import json, sys
 from handoff_files.transfer.remote import FsspecBlobStore
-from handoff_files.transfer.checkpoint import adopt_checkpoint
+from handoff_files.transfer.adopt import adopt_checkpoint
 thread, url, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 result = adopt_checkpoint(sys.stdin.read(), thread, blobs=FsspecBlobStore(url, **options))
 print(result.verified, result.new_thread_id, result.adopted_from)
@@ -558,7 +559,8 @@ def test_an_unknown_filesystem_is_a_blob_error() -> None:
     ("modules", "imported"),
     [
         pytest.param(
-            "handoff_files, handoff_files.transfer.blobs, handoff_files.transfer.checkpoint",
+            "handoff_files, handoff_files.transfer.blobs, handoff_files.transfer.export, "
+            "handoff_files.transfer.adopt, handoff_files.transfer.handover",
             [],
             id="restore and transfer",
         ),

@@ -1,258 +1,55 @@
-"""The ``handoff`` command: a thin shell over the library (parse → one call → render → exit code)."""
+"""The ``handoff`` command: its parser and ``main()`` (parse → one library call → render → exit code).
+
+Only argparse, the errors and the handlers (which import their library modules when they run)
+are loaded here, so ``handoff --version`` and ``handoff --help`` start fast.
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-from handoff_files import __version__
-from handoff_files.cli.render import (
-    briefing,
-    findings_report,
-    history_table,
-    migration_report,
-    request_detail,
-    request_table,
-    seal_text,
-    timeline,
-    to_json,
+from handoff_files.cli.commands import (
+    cmd_doctor,
+    cmd_export_context,
+    cmd_history,
+    cmd_import,
+    cmd_init,
+    cmd_log,
+    cmd_migrate,
+    cmd_run,
+    cmd_save,
+    cmd_seal,
+    cmd_show,
+    cmd_validate,
 )
-from handoff_files.format.codec import MAX_FILE_BYTES, parse
-from handoff_files.format.loader import load
-from handoff_files.foundation.atomic import read_bytes, write_durable
-from handoff_files.foundation.errors import HandoffError, UnknownRequestError
-from handoff_files.inbox.lifecycle import DEFAULT_PRIORITY, HandoffInbox, InboxRequest
-from handoff_files.inbox.status import HandoffStatus
-from handoff_files.thread.doctor import examine
-from handoff_files.thread.locate import migrate_path, open_handoff, primary_of, thread_of
-from handoff_files.thread.results import SaveReceipt
-from handoff_files.thread.store import HandoffStore
-from handoff_files.transfer.blobs import open_blobs
-from handoff_files.transfer.checkpoint import adopt_checkpoint, handoff_checkpoint
+from handoff_files.cli.commands_transfer import (
+    cmd_adopt,
+    cmd_export,
+    cmd_inbox_accept,
+    cmd_inbox_complete,
+    cmd_inbox_list,
+    cmd_inbox_reject,
+    cmd_inbox_request,
+    cmd_inbox_status,
+)
+from handoff_files.cli.render import one_line
+from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.version import __version__
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 EXIT_OK: Final = 0
 EXIT_ERROR: Final = 1
 
 
-def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
-    if args.json:
-        return to_json(dataclasses.asdict(receipt))
-    lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({receipt.checksum})"]
-    lines += [f"note: {problem}" for problem in receipt.problems]
-    return "\n".join(lines) + "\n"
-
-
-def cmd_init(args: argparse.Namespace) -> str:
-    store = HandoffStore(args.dir, format=args.format)
-    store.init()
-    return to_json({"path": str(store.path)}) if args.json else f"thread ready at {store.path}\n"
-
-
-def cmd_save(args: argparse.Namespace) -> str:
-    data, name = _read_input(args.file)
-    receipt = HandoffStore(args.dir, format=args.format).save(parse(data, name))
-    return _receipt(receipt, args, "saved")
-
-
-def cmd_show(args: argparse.Namespace) -> str:
-    restored = open_handoff(args.path, assume_version=args.assume_version)
-    if args.json:
-        return to_json(
-            {
-                "source": restored.source,
-                "path": str(restored.path),
-                "problems": list(restored.problems),
-                "handoff": restored.handoff.model_dump(mode="json"),
-            }
-        )
-    return briefing(restored)
-
-
-def cmd_validate(args: argparse.Namespace) -> str:
-    results: list[dict[str, Any]] = []
-    for path in args.paths:
-        try:
-            handoff = load(primary_of(path), assume_version=args.assume_version)
-        except HandoffError as exc:
-            results.append({"path": path, "ok": False, "error": exc.reason})
-            print(_one_line(str(exc)), file=sys.stderr)
-        else:
-            results.append({"path": path, "ok": True, "generation": handoff.generation, "seal": seal_text(handoff)})
-    args.failed = any(not r["ok"] for r in results)
-    if args.json:
-        return to_json(results)
-    return "".join(f"ok {r['path']} (generation {r['generation']}, {r['seal']})\n" for r in results if r["ok"])
-
-
-def cmd_seal(args: argparse.Namespace) -> str:
-    return _receipt(thread_of(args.path).seal(), args, "sealed")
-
-
-def cmd_migrate(args: argparse.Namespace) -> str:
-    report = migrate_path(args.path, dry_run=args.dry_run, assume_version=args.assume_version)
-    if args.json:
-        return to_json(
-            {
-                "source": str(report.source),
-                "original_version": report.original_version,
-                "dry_run": report.dry_run,
-                "notes": list(report.notes),
-                "receipt": None if report.receipt is None else dataclasses.asdict(report.receipt),
-            }
-        )
-    return migration_report(report)
-
-
-def _read_input(name: str | None) -> tuple[bytes, str]:
-    """The bytes of FILE, or of stdin for ``-`` or no name, with the name errors should give."""
-    if name in (None, "-"):
-        return sys.stdin.buffer.read(MAX_FILE_BYTES + 1), "<stdin>"
-    data, _ = read_bytes(Path(name), MAX_FILE_BYTES)
-    return data, name
-
-
-def cmd_import(args: argparse.Namespace) -> str:
-    # imported here: only this command pays for the compat module
-    from handoff_files.compat import sw4rm  # noqa: PLC0415
-
-    data, name = _read_input(args.file)
-    return _receipt(sw4rm.import_context(data, args.dir, source=name, format=args.format), args, "imported")
-
-
-def cmd_export_context(args: argparse.Namespace) -> str:
-    from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see cmd_import
-
-    data = sw4rm.export_context(args.dir)
-    if args.output is None:
-        return data.decode("utf-8") + "\n"
-    write_durable(Path(args.output), data)
-    return to_json({"path": args.output, "bytes": len(data)}) if args.json else f"wrote {args.output}\n"
-
-
-def cmd_export(args: argparse.Namespace) -> str:
-    descriptor = handoff_checkpoint(
-        thread_of(args.dir),
-        blobs=open_blobs(args.blobs),
-        generation=args.generation,
-        to_agent=args.to,
-        summary=args.summary,
-    )
-    text = descriptor.to_json() + "\n"
-    if args.output is None:
-        return text
-    write_durable(Path(args.output), text.encode("utf-8"))
-    return to_json({"path": args.output, "descriptor": descriptor.model_dump(mode="json")}) if args.json else text
-
-
-def cmd_adopt(args: argparse.Namespace) -> str:
-    data, _ = _read_input(args.descriptor)
-    result = adopt_checkpoint(data, args.new_dir, blobs=open_blobs(args.blobs), agent_id=args.agent_id)
-    if args.json:
-        return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt)})
-    return (
-        f"adopted {result.adopted_from} ({result.checkpoint_id}) as generation {result.receipt.generation} of "
-        f"thread {result.new_thread_id}; blob {result.blob_id[:12]}… sha256 and seal verified\n"
-    )
-
-
-def _request(record: InboxRequest, args: argparse.Namespace) -> str:
-    return to_json(record.model_dump(mode="json")) if args.json else request_detail(record)
-
-
-def cmd_inbox_list(args: argparse.Namespace) -> str:
-    inbox = HandoffInbox(args.dir)
-    records = inbox.list_handoffs(to_agent=args.agent, status=None if args.all else HandoffStatus.PENDING)
-    if args.json:
-        return to_json(
-            {"requests": [r.model_dump(mode="json") for r in records], "problems": [str(p) for p in inbox.problems]}
-        )
-    return request_table(records, inbox.problems)
-
-
-def cmd_inbox_request(args: argparse.Namespace) -> str:
-    descriptor = None if args.descriptor is None else _read_input(args.descriptor)[0]
-    inbox = HandoffInbox(args.dir, registry=args.registry)
-    record = inbox.request_handoff(
-        args.from_agent,
-        args.to,
-        args.reason,
-        descriptor=descriptor,
-        priority=args.priority,
-        timeout=args.timeout,
-        capabilities_required=args.require,
-    )
-    if record.status is HandoffStatus.REJECTED:  # refused by the capability gate: shown, but never stored
-        print(f"handoff: {inbox.path}: {_one_line(str(record.rejection_reason))}; nothing stored", file=sys.stderr)
-        args.failed = True
-    return _request(record, args)
-
-
-def cmd_inbox_accept(args: argparse.Namespace) -> str:
-    return _request(HandoffInbox(args.dir).accept_handoff(args.handoff_id), args)
-
-
-def cmd_inbox_reject(args: argparse.Namespace) -> str:
-    return _request(HandoffInbox(args.dir).reject_handoff(args.handoff_id, args.reason), args)
-
-
-def cmd_inbox_complete(args: argparse.Namespace) -> str:
-    return _request(HandoffInbox(args.dir).complete_handoff(args.handoff_id), args)
-
-
-def cmd_inbox_status(args: argparse.Namespace) -> str:
-    record = HandoffInbox(args.dir).get_handoff(args.handoff_id)
-    if record is None:
-        msg = f"no handoff request {args.handoff_id} in this inbox"
-        raise UnknownRequestError(args.dir, msg)
-    return _request(record, args)
-
-
-def cmd_doctor(args: argparse.Namespace) -> str:
-    findings = examine(HandoffStore(args.dir), repair=args.repair)
-    args.failed = any(f.level in ("error", "unrepaired") for f in findings)
-    if args.json:
-        return to_json([dataclasses.asdict(f) for f in findings])
-    return findings_report(findings)
-
-
-def cmd_log(args: argparse.Namespace) -> str:
-    entries, problems = thread_of(args.dir).journal.entries()
-    if args.json:
-        return to_json({"entries": [e.brief() for e in entries], "problems": problems})
-    return timeline(entries, problems)
-
-
-def cmd_run(args: argparse.Namespace) -> str:
-    # imported here: only this command pays for the supervisor
-    from handoff_files.run.supervise import supervise  # noqa: PLC0415
-
-    result = supervise(
-        args.dir,
-        args.agent_command,
-        max_restarts=args.max_restarts,
-        ack_timeout=args.ack_timeout,
-        on_missing_ack="restart" if args.restart_on_missing_ack else "stop",
-    )
-    args.failed = result.exit_code != 0
-    # the story (restores, deaths, restarts, the reason) went to stderr as it happened; stdout is the agent's
-    return to_json(dataclasses.asdict(result)) if args.json else ""
-
-
-def cmd_history(args: argparse.Namespace) -> str:
-    entries = thread_of(args.dir).history()
-    if args.json:
-        return to_json([dataclasses.asdict(e) for e in entries])
-    return history_table(entries)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser: one subcommand per library verb."""
+    """The argument parser: one subcommand per library verb.
+
+    :returns: a parser whose namespaces carry ``func``, the handler to call with them.
+    """
     parser = argparse.ArgumentParser(
         prog="handoff",
         description="Sealed five-layer handoff files: save, show, validate and seal an agent's handoffs.",
@@ -266,6 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    # in this order in `handoff --help`
+    _add_file_commands(add)
+    _add_context_commands(add)
+    _add_transfer_commands(add)
+    _add_care_commands(add)
+    return parser
+
+
+_Add = Callable[[str, Callable[[argparse.Namespace], str], str], argparse.ArgumentParser]
+
+
+def _add_file_commands(add: _Add) -> None:
+    """The subcommands that write, read, verify, seal and migrate a thread's handoffs."""
     p = add("init", cmd_init, "create a thread directory (mode 0700) ready for saves")
     p.add_argument("dir", help="thread directory")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format (default: json)")
@@ -291,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
 
+
+def _add_context_commands(add: _Add) -> None:
+    """The subcommands that convert a thread's context block to and from another framework's (SW4RM's)."""
     p = add(
         "import", cmd_import, "save another framework's context FILE (- for stdin) as the next generation's context"
     )
@@ -304,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="thread directory (restored) or handoff file")
     p.add_argument("-o", "--output", help="write exactly these bytes, durably, to FILE instead of stdout")
 
-    _add_transfer_commands(add)
 
+def _add_care_commands(add: _Add) -> None:
+    """The subcommands that look after a thread: check and repair it, read its journal, run its agent, list it."""
     p = add("doctor", cmd_doctor, "check every channel of a thread and what a person can do; exit 1 on errors")
     p.add_argument("dir", help="thread directory")
     p.add_argument("--repair", action="store_true", help="rebuild what can be rebuilt, and say what could not")
@@ -328,10 +142,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")
-    return parser
-
-
-_Add = Callable[[str, Callable[[argparse.Namespace], str], str], argparse.ArgumentParser]
 
 
 def _add_transfer_commands(add: _Add) -> None:
@@ -377,9 +187,8 @@ def _add_inbox_commands(add: _Add) -> None:
     q.add_argument(
         "--descriptor", metavar="FILE", help="the checkpoint to adopt: a descriptor (`handoff export`), - for stdin"
     )
-    q.add_argument(
-        "--priority", type=int, default=DEFAULT_PRIORITY, metavar="N", help="lower is more urgent (default 5)"
-    )
+    # no default here: the inbox's DEFAULT_PRIORITY applies, and building the parser never imports the inbox
+    q.add_argument("--priority", type=int, metavar="N", help="lower is more urgent (default 5)")
     q.add_argument("--timeout", type=float, metavar="S", help="seconds B has to accept (default: no limit)")
     q.add_argument("--require", nargs="+", action="extend", default=[], metavar="CAP", help="capabilities B must have")
     q.add_argument("--registry", metavar="FILE", help="agent registry (JSON or YAML): the capability gate and routing")
@@ -399,22 +208,22 @@ def _add_inbox_commands(add: _Add) -> None:
     )
 
 
-def _one_line(text: str) -> str:
-    """Errors are one line on stderr: a newline in a key or value named in the message is escaped."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 handoff error, 2 usage)."""
+    """Run the CLI: parse *argv*, call the command's handler, print what it renders.
+
+    :param argv: the arguments (default: ``sys.argv[1:]``).
+    :returns: the exit code: 0 ok, 1 a :class:`HandoffError` (one line on stderr), 2 usage
+        (argparse exits with it).
+    """
     args = build_parser().parse_args(argv)
     args.failed = False
     try:
         output = args.func(args)
     except HandoffError as exc:
-        print(f"handoff: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:  # the library wraps what it meets; this is the net under a path it never got to
-        print(f"handoff: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     sys.stdout.write(output)
     return EXIT_ERROR if args.failed else EXIT_OK

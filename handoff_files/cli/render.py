@@ -7,25 +7,28 @@ import textwrap
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
-from handoff_files.compat.sw4rm import HandoffStatus
-from handoff_files.format.model import Handoff
-from handoff_files.thread.doctor import Finding
-from handoff_files.thread.journal import Entry
-from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored
-
-if TYPE_CHECKING:  # attributes only: the inbox is imported by the commands that use it
+if TYPE_CHECKING:  # annotations only: each command imports the library modules it uses, so `show` loads no inbox
+    from handoff_files.format.model import Handoff
     from handoff_files.inbox.lifecycle import InboxRequest
+    from handoff_files.thread.doctor import Finding
+    from handoff_files.thread.journal import Entry
+    from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored
+    from handoff_files.thread.validate import Validation
 
 __all__ = [
     "briefing",
     "findings_report",
     "history_table",
     "migration_report",
+    "one_line",
     "request_detail",
     "request_table",
     "seal_text",
     "timeline",
     "to_json",
+    "validation_errors",
+    "validation_records",
+    "validation_report",
 ]
 
 _WIDTH = 88
@@ -89,6 +92,33 @@ def _state_lines(h: Handoff) -> list[str]:
 def _short(value: Any, limit: int = 200) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def validation_report(results: Iterable[Validation]) -> str:
+    """Render the paths that verified, one ``ok`` line each with generation and seal; see :func:`validation_errors`."""
+    return "".join(
+        f"ok {r.path} (generation {r.handoff.generation}, {seal_text(r.handoff)})\n"
+        for r in results
+        if r.handoff is not None
+    )
+
+
+def validation_errors(results: Iterable[Validation]) -> str:
+    """Render the paths that failed, one line each (``path: reason``), for stderr."""
+    return "".join(f"{one_line(str(r.error))}\n" for r in results if r.error is not None)
+
+
+def validation_records(results: Iterable[Validation]) -> list[dict[str, Any]]:
+    """The results of a validation as JSON-ready records: path and ``ok``, then generation and seal, or the error."""
+    records: list[dict[str, Any]] = []
+    for r in results:
+        if r.handoff is not None:
+            records.append(
+                {"path": r.path, "ok": True, "generation": r.handoff.generation, "seal": seal_text(r.handoff)}
+            )
+        elif r.error is not None:
+            records.append({"path": r.path, "ok": False, "error": r.error.reason})
+    return records
 
 
 def history_table(entries: Iterable[HistoryEntry]) -> str:
@@ -163,6 +193,9 @@ def timeline(entries: Iterable[Entry], problems: Iterable[str]) -> str:
 
 def request_table(requests: Iterable[InboxRequest], problems: Iterable[object] = ()) -> str:
     """Render inbox requests one line each (id, status, priority, who to whom, when, reason), then what was skipped."""
+    # imported here: only the inbox commands render requests, and `show` never loads the inbox
+    from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- see the comment above
+
     lines = []
     for r in requests:
         deadline = (
@@ -200,6 +233,11 @@ def request_detail(request: InboxRequest) -> str:
     if r.metadata:
         out.append("  metadata: " + _short(r.metadata))
     return "\n".join(out) + "\n"
+
+
+def one_line(text: str) -> str:
+    """Errors are one line on stderr: a newline in a key or value named in the message is escaped."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def to_json(value: Any) -> str:

@@ -93,14 +93,14 @@ def deserialize_context(data: bytes | bytearray | memoryview) -> HandoffContext:
         raise TypeError(msg)
     raw = bytes(data)
     try:
-        text = raw.decode("utf-8")  # first, as SW4RM's reader does
+        raw.decode("utf-8")  # first, as SW4RM's reader does
     except UnicodeDecodeError as exc:
         msg = f"{_DESERIALIZE_FAILED}: not UTF-8: {exc}"
         raise ValueError(msg) from exc
     try:
         document = parse_json(raw, _WHERE, limit=MAX_FILE_BYTES)
     except HandoffParseError as exc:  # HandoffTooLargeError included
-        msg = f"{_DESERIALIZE_FAILED}: {_explain(text, exc)}"
+        msg = f"{_DESERIALIZE_FAILED}: {exc.reason}"
         raise ValueError(msg) from exc
     if not isinstance(document, dict):
         msg = f"{_DESERIALIZE_FAILED}: expected a JSON object at the top level, found {_kind(document)}"
@@ -118,30 +118,6 @@ def deserialize_context(data: bytes | bytearray | memoryview) -> HandoffContext:
         msg = f"{_DESERIALIZE_FAILED}: {exc}"
         raise ValueError(msg) from exc
     return context
-
-
-def _explain(text: str, refused: HandoffParseError) -> str:
-    """Why the strict reader refused *text*, in the words SW4RM's callers have matched on.
-
-    This decides nothing (:func:`~handoff_files.format.codec.parse_json` refused the bytes); it
-    only words the refusal as this module always has, reading the text as SW4RM's own reader
-    (``json.loads``) would, and falls back to the strict reader's reason where that one takes it.
-    """
-    if len(text) > MAX_FILE_BYTES:
-        return refused.reason
-    try:
-        document = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        return "nested too deeply"
-    except ValueError as exc:  # syntax, NaN and Infinity, a number too long to convert
-        return f"invalid JSON: {exc}"
-    try:
-        _check_json(document, [])  # 1e999 parses as infinity; "\ud800" as a lone surrogate
-    except RecursionError:
-        return "nested too deeply"
-    except ValueError as exc:
-        return str(exc)
-    return refused.reason  # duplicate keys, integers past 64 bits, nesting past 64 levels …
 
 
 def check_shape(context: HandoffContext) -> None:
@@ -204,12 +180,6 @@ def _where(path: list[str | int]) -> str:
         return "context"
     head, *rest = path
     return str(head) + "".join(f"[{part!r}]" for part in rest)
-
-
-def _no_constant(name: str) -> None:
-    # only to word a refusal (see _explain): the strict reader has already refused NaN and Infinity
-    msg = f"{name} is not JSON (NaN and Infinity have no JSON form)"
-    raise ValueError(msg)
 
 
 def _kind(value: object) -> str:

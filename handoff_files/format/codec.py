@@ -82,16 +82,16 @@ def parse_json(data: bytes, path: str | os.PathLike[str], *, limit: int = MAX_FI
     :raises HandoffParseError: for any of the above.
     :raises HandoffTooLargeError: past *limit*.
     """
-    _check_bytes(data, path, limit)
+    _check_bytes(data, path, limit, what="invalid JSON: the text ")
     return _parse_json(data, path)
 
 
-def _check_bytes(data: bytes, path: str | os.PathLike[str], limit: int) -> None:
+def _check_bytes(data: bytes, path: str | os.PathLike[str], limit: int, *, what: str = "file ") -> None:
     if len(data) > limit:
         msg = f"file is {len(data):,} bytes, over the {limit:,}-byte limit"
         raise HandoffTooLargeError(path, msg)
     if data.startswith(b"\xef\xbb\xbf"):
-        msg = "file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM"
+        msg = f"{what}starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM"
         raise HandoffParseError(path, msg)
 
 
@@ -114,15 +114,14 @@ def _parse_json(data: bytes, path: str | os.PathLike[str]) -> Any:
     if ours:
         # only the depth is left to check: in the indented rendering, indentation is 2 x depth
         if _TOO_DEEP_LINE in rendered:
-            msg = f"nested deeper than {MAX_DEPTH} levels"
-            raise HandoffParseError(path, msg)
+            raise HandoffParseError(path, _too_deep())
         return document
     # written by someone else (or edited): take the slow, fully checked road
     return _parse_json_strict(data, path)
 
 
 def _reject_constant(name: str) -> Any:
-    msg = f"{name} is not valid JSON (NaN and Infinity are refused)"
+    msg = f"{name} is not JSON (NaN and Infinity are refused)"
     raise ValueError(msg)
 
 
@@ -151,8 +150,7 @@ def _parse_json_strict(data: bytes, path: str | os.PathLike[str]) -> Any:
         msg = f"invalid JSON: {exc}"
         raise HandoffParseError(path, msg) from exc
     except RecursionError as exc:
-        msg = f"nested deeper than {MAX_DEPTH} levels"
-        raise HandoffParseError(path, msg) from exc
+        raise HandoffParseError(path, _too_deep()) from exc
     _check_tree(document, path, yaml=False)
     return document
 
@@ -173,8 +171,7 @@ def _parse_yaml(data: bytes, path: str | os.PathLike[str]) -> Any:
         msg = f"invalid YAML: {' '.join(str(exc).split())}"
         raise HandoffParseError(path, msg) from exc
     except RecursionError as exc:
-        msg = f"nested deeper than {MAX_DEPTH} levels"
-        raise HandoffParseError(path, msg) from exc
+        raise HandoffParseError(path, _too_deep()) from exc
     except Exception as exc:
         # ruamel's constructors raise bare ValueError, KeyError, AssertionError … on values such
         # as `2024-02-30` or `!!bool maybe`: whatever they raise, it is this file's parse error
@@ -212,8 +209,7 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
             msg = f"the document expands past {MAX_FILE_BYTES:,} bytes (YAML aliases?); write the values out"
             raise HandoffParseError(path, msg)
         if depth > MAX_DEPTH:
-            msg = f"nested deeper than {MAX_DEPTH} levels at {where}"
-            raise HandoffParseError(path, msg)
+            raise HandoffParseError(path, _too_deep(where))
         if isinstance(value, dict | list):
             if id(value) in seen:
                 aliases += 1
@@ -243,7 +239,7 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
             return value
         if isinstance(value, float):
             if not math.isfinite(value):
-                msg = f"{value} at {where} is not a finite number (NaN and Infinity are refused)"
+                msg = f"{value} is not a JSON number (at {where}: only finite numbers; NaN and Infinity are refused)"
                 raise HandoffParseError(path, msg)
             return value
         if yaml and isinstance(value, dt.datetime | dt.date):
@@ -253,6 +249,11 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
         raise HandoffParseError(path, msg)
 
     return walk(document, 0, "$")
+
+
+def _too_deep(where: str = "") -> str:
+    at = f" at {where}" if where else ""
+    return f"nested deeper than {MAX_DEPTH} levels{at} (anything nested too deeply is refused)"
 
 
 def _check_text(text: str, path: str | os.PathLike[str], where: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["VERSION"]
+__all__ = ["__version__"]
 
 #: The version of handoff-files (``handoff_files.__version__``).
-VERSION: Final = "0.1.0"
+__version__: Final = "0.1.0"

@@ -102,7 +102,7 @@ def serve(
     1. ``on_handoff_request(request)`` decides: True accepts; a string (or False) rejects with
        that reason. A hook that raises rejects with the exception's text.
     2. On acceptance the checkpoint is verified without writing anything
-       (:func:`~handoff_files.transfer.checkpoint.verify_checkpoint`: blob fetched, sha256 and seal checked;
+       (:func:`~handoff_files.transfer.adopt.verify_checkpoint`: blob fetched, sha256 and seal checked;
        and the target thread free, the descriptor addressed to *agent_id* or to anyone); a
        failure rejects with the reason.
     3. ``accept_handoff`` claims the request. If another server won it, it is skipped quietly.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import threading
@@ -11,18 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, TypeVar
-
-from watchdog.events import (
-    FileAttribEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
 
 from handoff_files.format.loader import load
 from handoff_files.foundation.errors import (
@@ -34,53 +21,24 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import PRIMARY_STEM, HandoffStore
+from handoff_files.watch.observer import DEFAULT_RESCAN, start_observer, stop_observer
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
 
     from handoff_files.format.model import Handoff
 
-__all__ = ["DEFAULT_DEBOUNCE", "DEFAULT_RESCAN", "DirectoryWatch", "Watcher", "watch", "watch_directory"]
+__all__ = ["DEFAULT_DEBOUNCE", "DEFAULT_RESCAN", "Watcher", "watch"]
 
 #: Seconds of quiet after the last hint before the primary is re-read (a save is a burst of events).
 DEFAULT_DEBOUNCE: Final = 0.05
-#: Seconds between re-reads when no hint arrives: the safety net for events the kernel drops.
-DEFAULT_RESCAN: Final = 5.0
-
 # a steady stream of hints (a writer saving in a loop) still gets a re-read every this many debounce periods
 _MAX_DEFER: Final = 10
 _PRIMARY_NAMES: Final = frozenset(f"{PRIMARY_STEM}.{ext}" for ext in ("json", "yaml"))
-# what can change the primary's bytes or mtime; never opened / closed-without-writing, which our own reads raise
-_HINTS: Final[list[type[FileSystemEvent]]] = [
-    FileMovedEvent,
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileAttribEvent,
-    FileClosedEvent,
-    FileDeletedEvent,
-]
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-
-class _Hint(FileSystemEventHandler):
-    """Turns a watchdog event that touches a wanted file (default: a primary) into a poke; never reads, never raises."""
-
-    def __init__(self, poke: Callable[[], None], wanted: Callable[[str], bool] = _PRIMARY_NAMES.__contains__) -> None:
-        self._poke = poke
-        self._wanted = wanted
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        # an atomic save is a move whose *destination* is the primary; our temp files and
-        # state.json / journal.jsonl never match, nor does anything in history/ (not watched)
-        if event.is_directory:
-            return
-        for path in (event.src_path, event.dest_path):
-            if path and self._wanted(Path(os.fsdecode(path)).name):
-                self._poke()
-                return
 
 
 class Watcher:
@@ -156,7 +114,7 @@ class Watcher:
             first = not self._stopping
             self._stopping = True
             self._cond.notify_all()
-        _stop_observer(self._observer, first=first)
+        stop_observer(self._observer, first=first)
         worker = self._worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
@@ -178,17 +136,7 @@ class Watcher:
     # -- start and stop ------------------------------------------------------------------------
 
     def _start(self) -> None:
-        try:
-            observer = Observer()
-        except OSError as exc:
-            raise HandoffError(self.path, _cannot_watch(exc)) from exc
-        try:
-            observer.schedule(_Hint(self._hint), os.fspath(self.path), recursive=False, event_filter=_HINTS)
-            observer.start()
-        except OSError as exc:
-            observer.stop()  # the constructor started its inotify reader thread: end it
-            raise HandoffError(self.path, _cannot_watch(exc)) from exc
-        self._observer = observer
+        self._observer = start_observer(self.path, self._hint, _PRIMARY_NAMES.__contains__)
         # restore only once the watch exists: a save landing in between is both read here and hinted;
         # then read the primary once (an edit restore() passes over): when watch() returns,
         # `current` is up to date, and the callbacks this found wait for the watcher's thread
@@ -363,26 +311,6 @@ class Watcher:
             logger.exception("handoff watcher for %s: callback %r raised; still watching", self.path, callback)
 
 
-def _stop_observer(observer: BaseObserver | None, *, first: bool) -> None:
-    """Stop an observer (once) and join it, unless it never started or this is its own thread."""
-    if observer is None:
-        return
-    if first:
-        observer.stop()
-    # joining a thread never started raises, and a thread cannot join itself
-    if observer.ident is not None and observer is not threading.current_thread():
-        observer.join()
-
-
-def _cannot_watch(exc: OSError) -> str:
-    if exc.errno in (errno.ENOSPC, errno.EMFILE):
-        return (
-            f"cannot watch it: {exc.strerror or exc} (the inotify limits fs.inotify.max_user_watches / "
-            "max_user_instances are reached; raise them with sysctl)"
-        )
-    return f"cannot watch it: {exc.strerror or exc}"
-
-
 def watch(
     thread_dir: str | os.PathLike[str],
     *,
@@ -433,108 +361,3 @@ def watch(
     watcher = Watcher(store, on_change, on_error, debounce, rescan)
     watcher._start()
     return watcher
-
-
-class DirectoryWatch:
-    """A running :func:`watch_directory`; :meth:`stop` ends it. A context manager: leaving the block stops it."""
-
-    def __init__(self, path: Path, on_hint: Callable[[], None], rescan: float) -> None:
-        self.path = path
-        self._on_hint = on_hint
-        self._rescan = rescan
-        self._stopping = threading.Event()
-        self._observer: BaseObserver | None = None
-        self._timer: threading.Thread | None = None
-
-    def _start(self, wanted: Callable[[str], bool]) -> None:
-        try:
-            observer = Observer()
-        except OSError as exc:
-            raise HandoffError(self.path, _cannot_watch(exc)) from exc
-        try:
-            observer.schedule(_Hint(self._poke, wanted), os.fspath(self.path), recursive=False, event_filter=_HINTS)
-            observer.start()
-        except OSError as exc:
-            observer.stop()  # the constructor started its inotify reader thread: end it
-            raise HandoffError(self.path, _cannot_watch(exc)) from exc
-        self._observer = observer
-        self._timer = threading.Thread(target=self._tick, name=f"handoff-rescan {self.path.name}", daemon=True)
-        self._timer.start()
-
-    def _poke(self) -> None:
-        if self._stopping.is_set():
-            return
-        try:
-            self._on_hint()
-        except Exception:  # the caller's bug must not end the watch silently: log it, keep watching
-            logger.exception("directory watch on %s: on_hint raised; still watching", self.path)
-
-    def _tick(self) -> None:
-        while not self._stopping.wait(self._rescan):
-            self._poke()
-
-    def stop(self) -> None:
-        """Stop watching and join the observer's and the rescan timer's threads; idempotent.
-
-        No hint is given after this returns (one running at the time finishes first), unless it
-        is called from ``on_hint`` itself, which returns at once.
-        """
-        first = not self._stopping.is_set()
-        self._stopping.set()
-        _stop_observer(self._observer, first=first)
-        timer = self._timer
-        if timer is not None and timer is not threading.current_thread():
-            timer.join()
-
-    def __enter__(self) -> DirectoryWatch:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        state = "stopped" if self._stopping.is_set() else "running"
-        return f"<DirectoryWatch {os.fspath(self.path)!r}: {state}>"
-
-
-def watch_directory(
-    path: str | os.PathLike[str],
-    on_hint: Callable[[], None],
-    *,
-    rescan: float = DEFAULT_RESCAN,
-    wanted: Callable[[str], bool] | None = None,
-) -> DirectoryWatch:
-    """Call *on_hint* whenever a file in *path* may have changed, and every *rescan* seconds regardless.
-
-    A hint carries no data: the caller re-reads what it cares about. Events come from watchdog
-    (not recursive: only *path*'s own entries); the timer is the safety net for events the
-    kernel drops. *on_hint* runs on watchdog's thread or the timer's, possibly at the same time,
-    so it must be quick and thread-safe (``threading.Event.set`` is the usual choice); an
-    exception it raises is logged and the watch goes on.
-
-    :param path: an existing directory.
-    :param on_hint: called with no arguments on each hint.
-    :param rescan: seconds between hints when no event comes (more than 0).
-    :param wanted: which file names count (an atomic rename counts if its source or destination
-        does); default: every file.
-    :returns: the running :class:`DirectoryWatch`.
-    :raises HandoffNotFoundError: if *path* is not a directory.
-    :raises HandoffValidationError: if *rescan* is not more than 0.
-    :raises HandoffError: if the directory cannot be watched.
-    """
-    directory = Path(path).absolute()
-    if not rescan > 0:  # `not >`: NaN is refused too
-        msg = f"rescan must be more than 0 seconds, not {rescan!r}"
-        raise HandoffValidationError(directory, msg)
-    if not directory.is_dir():
-        msg = "no such directory to watch; create it first"
-        raise HandoffNotFoundError(directory, msg)
-    handle = DirectoryWatch(directory, on_hint, rescan)
-    handle._start(wanted if wanted is not None else _any_name)
-    return handle
-
-
-def _any_name(_name: str) -> bool:
-    return True

@@ -1,0 +1,206 @@
+"""The thread commands: one handler per verb on a thread or a handoff file (parse → one library call → render).
+
+Each handler imports the library modules it uses, so a command pays only for its own: ``show``
+never loads the inbox, the transfer layer or watchdog, and ``--version`` loads none of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from handoff_files.cli.render import (
+    briefing,
+    findings_report,
+    history_table,
+    migration_report,
+    timeline,
+    to_json,
+    validation_errors,
+    validation_records,
+    validation_report,
+)
+
+if TYPE_CHECKING:
+    from handoff_files.thread.results import SaveReceipt
+
+__all__ = [
+    "cmd_doctor",
+    "cmd_export_context",
+    "cmd_history",
+    "cmd_import",
+    "cmd_init",
+    "cmd_log",
+    "cmd_migrate",
+    "cmd_run",
+    "cmd_save",
+    "cmd_seal",
+    "cmd_show",
+    "cmd_validate",
+    "read_input",
+]
+
+
+def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
+    if args.json:
+        return to_json(dataclasses.asdict(receipt))
+    lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({receipt.checksum})"]
+    lines += [f"note: {problem}" for problem in receipt.problems]
+    return "\n".join(lines) + "\n"
+
+
+def read_input(name: str | None) -> tuple[bytes, str]:
+    """The bytes of FILE, or of stdin for ``-`` or no name, with the name errors should give.
+
+    :raises HandoffError: if FILE cannot be read or is over the size limit.
+    """
+    from handoff_files.format.codec import MAX_FILE_BYTES  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.foundation.atomic import read_bytes  # noqa: PLC0415 -- imported per command: start-up cost
+
+    if name in (None, "-"):
+        return sys.stdin.buffer.read(MAX_FILE_BYTES + 1), "<stdin>"
+    data, _ = read_bytes(Path(name), MAX_FILE_BYTES)
+    return data, name
+
+
+def cmd_init(args: argparse.Namespace) -> str:
+    """``handoff init DIR``."""
+    from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
+
+    store = HandoffStore(args.dir, format=args.format)
+    store.init()
+    return to_json({"path": str(store.path)}) if args.json else f"thread ready at {store.path}\n"
+
+
+def cmd_save(args: argparse.Namespace) -> str:
+    """``handoff save DIR [FILE]``."""
+    from handoff_files.format.codec import parse  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
+
+    data, name = read_input(args.file)
+    receipt = HandoffStore(args.dir, format=args.format).save(parse(data, name))
+    return _receipt(receipt, args, "saved")
+
+
+def cmd_show(args: argparse.Namespace) -> str:
+    """``handoff show PATH``."""
+    from handoff_files.thread.locate import open_handoff  # noqa: PLC0415 -- imported per command: start-up cost
+
+    restored = open_handoff(args.path, assume_version=args.assume_version)
+    if args.json:
+        return to_json(
+            {
+                "source": restored.source,
+                "path": str(restored.path),
+                "problems": list(restored.problems),
+                "handoff": restored.handoff.model_dump(mode="json"),
+            }
+        )
+    return briefing(restored)
+
+
+def cmd_validate(args: argparse.Namespace) -> str:
+    """``handoff validate PATH...``: the good ones on stdout, one line per bad one on stderr."""
+    from handoff_files.thread.validate import validate  # noqa: PLC0415 -- imported per command: start-up cost
+
+    results = validate(args.paths, assume_version=args.assume_version)
+    sys.stderr.write(validation_errors(results))
+    args.failed = not all(r.ok for r in results)
+    return to_json(validation_records(results)) if args.json else validation_report(results)
+
+
+def cmd_seal(args: argparse.Namespace) -> str:
+    """``handoff seal PATH``."""
+    from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
+
+    return _receipt(thread_of(args.path).seal(), args, "sealed")
+
+
+def cmd_migrate(args: argparse.Namespace) -> str:
+    """``handoff migrate PATH``."""
+    from handoff_files.thread.locate import migrate_path  # noqa: PLC0415 -- imported per command: start-up cost
+
+    report = migrate_path(args.path, dry_run=args.dry_run, assume_version=args.assume_version)
+    if args.json:
+        return to_json(
+            {
+                "source": str(report.source),
+                "original_version": report.original_version,
+                "dry_run": report.dry_run,
+                "notes": list(report.notes),
+                "receipt": None if report.receipt is None else dataclasses.asdict(report.receipt),
+            }
+        )
+    return migration_report(report)
+
+
+def cmd_import(args: argparse.Namespace) -> str:
+    """``handoff import --from sw4rm FILE DIR``."""
+    # imported here: only this command and export-context pay for the compat module (the sanctioned use)
+    from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see the comment above
+
+    data, name = read_input(args.file)
+    return _receipt(sw4rm.import_context(data, args.dir, source=name, format=args.format), args, "imported")
+
+
+def cmd_export_context(args: argparse.Namespace) -> str:
+    """``handoff export-context --to sw4rm DIR``."""
+    from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see cmd_import
+    from handoff_files.foundation.atomic import write_durable  # noqa: PLC0415 -- imported per command: start-up cost
+
+    data = sw4rm.export_context(args.dir)
+    if args.output is None:
+        return data.decode("utf-8") + "\n"
+    write_durable(Path(args.output), data)
+    return to_json({"path": args.output, "bytes": len(data)}) if args.json else f"wrote {args.output}\n"
+
+
+def cmd_doctor(args: argparse.Namespace) -> str:
+    """``handoff doctor DIR``: exit 1 on errors and on what could not be repaired."""
+    from handoff_files.thread.doctor import examine  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
+
+    findings = examine(HandoffStore(args.dir), repair=args.repair)
+    args.failed = any(f.level in ("error", "unrepaired") for f in findings)
+    if args.json:
+        return to_json([dataclasses.asdict(f) for f in findings])
+    return findings_report(findings)
+
+
+def cmd_log(args: argparse.Namespace) -> str:
+    """``handoff log DIR``."""
+    from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
+
+    entries, problems = thread_of(args.dir).journal.entries()
+    if args.json:
+        return to_json({"entries": [e.brief() for e in entries], "problems": problems})
+    return timeline(entries, problems)
+
+
+def cmd_run(args: argparse.Namespace) -> str:
+    """``handoff run DIR -- COMMAND...``: the agent's exit code decides ours."""
+    from handoff_files.run.supervise import supervise  # noqa: PLC0415 -- imported per command: start-up cost
+
+    result = supervise(
+        args.dir,
+        args.agent_command,
+        max_restarts=args.max_restarts,
+        ack_timeout=args.ack_timeout,
+        on_missing_ack="restart" if args.restart_on_missing_ack else "stop",
+    )
+    args.failed = result.exit_code != 0
+    # the story (restores, deaths, restarts, the reason) went to stderr as it happened; stdout is the agent's
+    return to_json(dataclasses.asdict(result)) if args.json else ""
+
+
+def cmd_history(args: argparse.Namespace) -> str:
+    """``handoff history DIR``."""
+    from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
+
+    entries = thread_of(args.dir).history()
+    if args.json:
+        return to_json([dataclasses.asdict(e) for e in entries])
+    return history_table(entries)

@@ -1,0 +1,143 @@
+"""The transfer commands: export and adopt a checkpoint, and the inbox of requests between agents.
+
+As in :mod:`handoff_files.cli.commands`, each handler imports the library modules it uses: the
+transfer layer, fsspec and the inbox are loaded only by the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from handoff_files.cli.commands import read_input
+from handoff_files.cli.render import one_line, request_detail, request_table, to_json
+from handoff_files.foundation.errors import UnknownRequestError
+
+if TYPE_CHECKING:
+    from handoff_files.inbox.lifecycle import InboxRequest
+
+__all__ = [
+    "cmd_adopt",
+    "cmd_export",
+    "cmd_inbox_accept",
+    "cmd_inbox_complete",
+    "cmd_inbox_list",
+    "cmd_inbox_reject",
+    "cmd_inbox_request",
+    "cmd_inbox_status",
+]
+
+
+def cmd_export(args: argparse.Namespace) -> str:
+    """``handoff export DIR``: prints the descriptor (and writes it with ``-o``)."""
+    from handoff_files.foundation.atomic import write_durable  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.transfer.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.transfer.export import handoff_checkpoint  # noqa: PLC0415 -- per command: start-up cost
+
+    descriptor = handoff_checkpoint(
+        thread_of(args.dir),
+        blobs=open_blobs(args.blobs),
+        generation=args.generation,
+        to_agent=args.to,
+        summary=args.summary,
+    )
+    text = descriptor.to_json() + "\n"
+    if args.output is None:
+        return text
+    write_durable(Path(args.output), text.encode("utf-8"))
+    return to_json({"path": args.output, "descriptor": descriptor.model_dump(mode="json")}) if args.json else text
+
+
+def cmd_adopt(args: argparse.Namespace) -> str:
+    """``handoff adopt DESCRIPTOR NEW_DIR``."""
+    from handoff_files.transfer.adopt import adopt_checkpoint  # noqa: PLC0415 -- per command: start-up cost
+    from handoff_files.transfer.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
+
+    data, _ = read_input(args.descriptor)
+    result = adopt_checkpoint(data, args.new_dir, blobs=open_blobs(args.blobs), agent_id=args.agent_id)
+    if args.json:
+        return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt)})
+    return (
+        f"adopted {result.adopted_from} ({result.checkpoint_id}) as generation {result.receipt.generation} of "
+        f"thread {result.new_thread_id}; blob {result.blob_id[:12]}… sha256 and seal verified\n"
+    )
+
+
+def _request(record: InboxRequest, args: argparse.Namespace) -> str:
+    return to_json(record.model_dump(mode="json")) if args.json else request_detail(record)
+
+
+def cmd_inbox_list(args: argparse.Namespace) -> str:
+    """``handoff inbox DIR list``: the pending requests, or with ``--all`` every one."""
+    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- imported per command: start-up cost
+
+    inbox = HandoffInbox(args.dir)
+    records = inbox.list_handoffs(to_agent=args.agent, status=None if args.all else HandoffStatus.PENDING)
+    if args.json:
+        return to_json(
+            {"requests": [r.model_dump(mode="json") for r in records], "problems": [str(p) for p in inbox.problems]}
+        )
+    return request_table(records, inbox.problems)
+
+
+def cmd_inbox_request(args: argparse.Namespace) -> str:
+    """``handoff inbox DIR request``: exit 1 when the capability gate refuses it (nothing is stored then)."""
+    from handoff_files.inbox.lifecycle import (  # noqa: PLC0415 -- imported per command: start-up cost
+        DEFAULT_PRIORITY,
+        HandoffInbox,
+    )
+    from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- imported per command: start-up cost
+
+    descriptor = None if args.descriptor is None else read_input(args.descriptor)[0]
+    inbox = HandoffInbox(args.dir, registry=args.registry)
+    record = inbox.request_handoff(
+        args.from_agent,
+        args.to,
+        args.reason,
+        descriptor=descriptor,
+        # the parser leaves the default to the library: it never imports the inbox just to build --help
+        priority=DEFAULT_PRIORITY if args.priority is None else args.priority,
+        timeout=args.timeout,
+        capabilities_required=args.require,
+    )
+    if record.status is HandoffStatus.REJECTED:  # refused by the capability gate: shown, but never stored
+        print(f"handoff: {inbox.path}: {one_line(str(record.rejection_reason))}; nothing stored", file=sys.stderr)
+        args.failed = True
+    return _request(record, args)
+
+
+def cmd_inbox_accept(args: argparse.Namespace) -> str:
+    """``handoff inbox DIR accept ID``."""
+    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
+
+    return _request(HandoffInbox(args.dir).accept_handoff(args.handoff_id), args)
+
+
+def cmd_inbox_reject(args: argparse.Namespace) -> str:
+    """``handoff inbox DIR reject ID --reason R``."""
+    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
+
+    return _request(HandoffInbox(args.dir).reject_handoff(args.handoff_id, args.reason), args)
+
+
+def cmd_inbox_complete(args: argparse.Namespace) -> str:
+    """``handoff inbox DIR complete ID``."""
+    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
+
+    return _request(HandoffInbox(args.dir).complete_handoff(args.handoff_id), args)
+
+
+def cmd_inbox_status(args: argparse.Namespace) -> str:
+    """``handoff inbox DIR status ID``."""
+    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
+
+    record = HandoffInbox(args.dir).get_handoff(args.handoff_id)
+    if record is None:
+        msg = f"no handoff request {args.handoff_id} in this inbox"
+        raise UnknownRequestError(args.dir, msg)
+    return _request(record, args)

@@ -1,0 +1,53 @@
+"""Validation: verify many handoff files or thread directories at once, one result per path."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from handoff_files.format.loader import load
+from handoff_files.format.model import Handoff
+from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.locate import primary_of
+
+__all__ = ["Validation", "validate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """What :func:`validate` found for one path: the verified handoff, or the error that stopped it.
+
+    Exactly one of ``handoff`` and ``error`` is set. ``path`` is the path as given (a thread
+    directory or a file), not the primary it stands for.
+    """
+
+    path: str | os.PathLike[str]
+    handoff: Handoff | None = None
+    error: HandoffError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the path verified."""
+        return self.error is None
+
+
+def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | None = None) -> list[Validation]:
+    """Load and verify each path, as :func:`load` does; a bad one never stops the rest.
+
+    A thread directory stands for its primary file (the one a person would edit), which is
+    verified as it is: no fallback to ``history/`` as a restore would take. Never writes.
+
+    :param paths: handoff files or thread directories.
+    :param assume_version: the version of files that do not say, as a person states it.
+    :returns: one :class:`Validation` per path, in order.
+    """
+    results = []
+    for path in paths:
+        try:
+            handoff = load(primary_of(path), assume_version=assume_version)
+        except HandoffError as exc:
+            results.append(Validation(path, error=exc))
+        else:
+            results.append(Validation(path, handoff=handoff))
+    return results
