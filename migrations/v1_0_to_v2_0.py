@@ -110,6 +110,13 @@ def _kept(data: dict[str, Any], name: str, value: Any, what: str, notes: list[st
     notes.append(f"{what} has no 2.0 field; kept as state.data.{target}: {quote(value)}")
 
 
+def _unnamed(data: dict[str, Any], name: str, value: Any) -> str:
+    """Keep *value*, which 2.0 has no name for, in state.data under a free *name*; return where it went."""
+    target = free_name(data, name)
+    data[target] = value
+    return f"state.data.{target}"
+
+
 def _decisions(document: Mapping[Any, Any], data: dict[str, Any], notes: list[str]) -> list[Any]:
     result = []
     for i, decision in enumerate(list_of_objects(document, "decisions", "decision"), 1):
@@ -120,11 +127,10 @@ def _decisions(document: Mapping[Any, Any], data: dict[str, Any], notes: list[st
         if "status" in kept:
             status = _named(kept["status"], _STATUSES)
             if status is None:
-                target = free_name(data, f"decision_{i}_status")
-                data[target] = kept.pop("status")
+                where = _unnamed(data, f"decision_{i}_status", kept.pop("status"))
                 notes.append(
-                    f"decision {i} had status {quote(data[target])}, not a 2.0 status; kept as "
-                    f"state.data.{target}, and the decision reads as 'decided'"
+                    f"decision {i} had status {quote(decision['status'])}, not a 2.0 status; kept as "
+                    f"{where}, and the decision reads as 'decided'"
                 )
             else:
                 kept["status"] = status
@@ -137,11 +143,10 @@ def _priorities(document: Mapping[Any, Any], data: dict[str, Any], notes: list[s
     for i, priority in enumerate(list_of_objects(document, "priorities", "priority"), 1):
         urgency = _named(priority.get("urgency"), _URGENCIES)
         if urgency is None:
-            target = free_name(data, f"priority_{i}_urgency")
-            data[target] = priority.get("urgency")
+            where = _unnamed(data, f"priority_{i}_urgency", priority.get("urgency"))
             notes.append(
-                f"priority {i} had urgency {quote(data[target])}, not a 2.0 urgency; kept its place in the order "
-                f"with urgency 'primary', and the value as state.data.{target}"
+                f"priority {i} had urgency {quote(priority.get('urgency'))}, not a 2.0 urgency; kept its place "
+                f"in the order with urgency 'primary', and the value as {where}"
             )
             urgency = "primary"
         extra = {key: priority[key] for key in priority if key not in ("task", "urgency")}

@@ -15,7 +15,7 @@ from handoff_files.thread.layout import TRANSFERRED_NAME
 from handoff_files.transfer.blobs import LocalBlobStore
 from handoff_files.transfer.handover import PHASES, transfer, transferred_to
 
-CHILD = Path(__file__).resolve().parent / "transfer_child.py"
+CHILD = Path(__file__).resolve().parents[1] / "transfer_child.py"
 
 
 def _layers(step: int) -> dict[str, Any]:

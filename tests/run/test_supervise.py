@@ -22,7 +22,7 @@ from handoff_files.thread.journal import Journal
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="kills agents through pidfds (Linux)")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "samples" / "acking_agent.py"
 FAST_KILLS = 12
 SLOW_KILLS = 200

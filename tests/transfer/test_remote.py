@@ -34,7 +34,7 @@ from handoff_files.transfer.blobs import LocalBlobStore, blob_path, sha256_hex
 from handoff_files.transfer.descriptor import Descriptor
 from handoff_files.transfer.export import handoff_checkpoint
 from handoff_files.transfer.remote import FsspecBlobStore, redact_url
-from tests.test_transfer import _five_layers, _layers, _listing
+from tests.transfer.test_transfer import _five_layers, _layers, _listing
 
 # not us-east-1: s3fs creates a bucket with a LocationConstraint of the region, which S3 refuses for us-east-1
 REGION = "eu-west-1"

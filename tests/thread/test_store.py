@@ -113,7 +113,7 @@ def test_restore_climbs_down_history_past_damaged_generations_and_says_what_was_
     store.primary.unlink()
     (thread_dir / "history" / "00000004.json").write_bytes(b"{")
     (thread_dir / "history" / "00000003.json").unlink()
-    (thread_dir / "state.json").unlink()  # with it, generation 4 would be rebuilt (tests/test_recovery.py)
+    (thread_dir / "state.json").unlink()  # with it, generation 4 would be rebuilt (tests/thread/test_recovery.py)
     restored = HandoffStore(thread_dir).restore()
     assert (restored.source, restored.generation) == ("history", 2)
     assert str(restored.handoff.seal) == checksums[1]

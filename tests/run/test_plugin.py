@@ -16,7 +16,7 @@ from handoff_files.run.killrun import Incarnation, Kill, Killer, KillRun, Moment
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the kill runner watches agents on Linux")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 EXAMPLE = SAMPLES / "test_kill_example.py"
 AGENT = SAMPLES / "steps_agent.py"

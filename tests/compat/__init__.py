@@ -1,0 +1,1 @@
+"""Tests of the SW4RM compatibility layer."""

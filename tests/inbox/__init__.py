@@ -1,0 +1,1 @@
+"""Tests of the request inbox, the capability gate and serving."""

@@ -1,0 +1,1 @@
+"""Tests of the supervisor, the kill runner and the pytest plugin."""

@@ -1,0 +1,1 @@
+"""The torture suite at CI counts, and proof its checks catch broken writers."""

@@ -1,0 +1,1 @@
+"""Tests of blob stores, descriptors, export, adoption and handover."""
