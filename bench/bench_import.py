@@ -56,15 +56,19 @@ def _unpack(rev: str, into: Path) -> Path:
     return into
 
 
+Case = tuple[list[str], dict[str, str], Path]
+
+
 def _env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root)  # ahead of the editable install's finder, which sits after the path finder
     return env
 
 
-def _runner(argv: list[str], env: dict[str, str]) -> Callable[[], None]:
+def _runner(argv: list[str], env: dict[str, str], cwd: Path) -> Callable[[], None]:
+    # run in the tree's own folder too: `-c` and `-m` put the working directory first on sys.path
     def run() -> None:
-        done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        done = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
         if done.returncode:
             msg = f"{argv} exited {done.returncode}: {done.stderr.decode(errors='replace')[-1000:]}"
             raise RuntimeError(msg)
@@ -82,25 +86,25 @@ def _thread(scratch: Path) -> Path:
         "    store.save({'narrative': f'step {k}', 'state': {'data': {'k': k}},"
         " 'priorities': [{'task': 'go on', 'urgency': 'first'}]})\n"
     )
-    subprocess.run([sys.executable, "-c", code, str(thread)], env=_env(ROOT), check=True)
+    subprocess.run([sys.executable, "-c", code, str(thread)], env=_env(ROOT), cwd=ROOT, check=True)
     return thread
 
 
-def _cases(before: Path, thread: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+def _cases(before: Path, thread: Path) -> dict[str, Case]:
     py = sys.executable
-    cases = {
-        "python -c pass": ([py, "-c", "pass"], _env(ROOT)),
-        "pydantic + one model": ([py, "-c", PYDANTIC_ONE_MODEL], _env(ROOT)),
+    cases: dict[str, Case] = {
+        "python -c pass": ([py, "-c", "pass"], _env(ROOT), ROOT),
+        "pydantic + one model": ([py, "-c", PYDANTIC_ONE_MODEL], _env(ROOT), ROOT),
     }
     for label, root in (("before", before), ("after", ROOT)):
         env = _env(root)
-        cases[f"import handoff_files ({label})"] = ([py, "-c", "import handoff_files"], env)
-        cases[f"handoff --version ({label})"] = ([py, "-m", "handoff_files", "--version"], env)
-        cases[f"handoff show ({label})"] = ([py, "-m", "handoff_files", "show", str(thread)], env)
+        cases[f"import handoff_files ({label})"] = ([py, "-c", "import handoff_files"], env, root)
+        cases[f"handoff --version ({label})"] = ([py, "-m", "handoff_files", "--version"], env, root)
+        cases[f"handoff show ({label})"] = ([py, "-m", "handoff_files", "show", str(thread)], env, root)
     return cases
 
 
-def _loaded(argv: list[str], env: dict[str, str]) -> list[str]:
+def _loaded(argv: list[str], env: dict[str, str], cwd: Path) -> list[str]:
     """The modules a case leaves in ``sys.modules``: its argv run through the probe."""
     if argv[1] == "-c":
         body = f"exec({argv[2]!r})"
@@ -109,9 +113,20 @@ def _loaded(argv: list[str], env: dict[str, str]) -> list[str]:
         body = "runpy.run_module('handoff_files', run_name='__main__')"
         args = ["handoff", *argv[3:]]
     code = PROBE.format(body=body)
-    done = subprocess.run([argv[0], "-c", code, *args], env=env, capture_output=True, check=False)
+    done = subprocess.run([argv[0], "-c", code, *args], env=env, cwd=cwd, capture_output=True, check=False)
     modules: list[str] = json.loads(done.stderr.decode().strip().splitlines()[-1])
     return modules
+
+
+def _check_tree(root: Path) -> None:
+    """Make sure a case run with *root* imports the package from *root*, not from the install."""
+    code = "import handoff_files; print(handoff_files.__file__)"
+    found = subprocess.run(
+        [sys.executable, "-c", code], env=_env(root), cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not Path(found).is_relative_to(root):
+        msg = f"a case meant to import {root} imported {found}"
+        raise RuntimeError(msg)
 
 
 def _heavy(modules: Sequence[str]) -> str:
@@ -132,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 3 if args.quick else args.rounds
     with tempfile.TemporaryDirectory() as scratch:
         before = _unpack(args.before, Path(scratch) / "before")
+        for root in (before, ROOT):
+            _check_tree(root)
         cases = _cases(before, _thread(Path(scratch)))
         print(f"timing {len(cases)} cases x {rounds} rounds …", file=sys.stderr)
         samples = interleaved({name: _runner(*case) for name, case in cases.items()}, repeats=rounds, warmup=1)

@@ -204,3 +204,14 @@ def test_report_flags_a_sqlite_default_that_does_not_sync_every_commit(
     goals = sections(results)[0]
     assert ("does NOT sync every commit" in goals) is flagged
     assert ("syncs every commit" in goals) is not flagged
+
+
+def test_the_import_bench_runs_before_and_after_and_writes_its_table(tmp_path: Path) -> None:
+    """A smoke run against HEAD as "before" (always there, even in a shallow clone)."""
+    from bench import bench_import
+
+    out = tmp_path / "results-import.md"
+    assert bench_import.main(["--quick", "--before", "HEAD", "--out", str(out)]) == 0
+    report = out.read_text(encoding="utf-8")
+    for case in ("python -c pass", "pydantic + one model", "import handoff_files (after)", "handoff --version (before)"):
+        assert case in report
