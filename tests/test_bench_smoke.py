@@ -213,5 +213,6 @@ def test_the_import_bench_runs_before_and_after_and_writes_its_table(tmp_path: P
     out = tmp_path / "results-import.md"
     assert bench_import.main(["--quick", "--before", "HEAD", "--out", str(out)]) == 0
     report = out.read_text(encoding="utf-8")
-    for case in ("python -c pass", "pydantic + one model", "import handoff_files (after)", "handoff --version (before)"):
+    cases = ("python -c pass", "pydantic + one model", "import handoff_files (after)", "handoff --version (before)")
+    for case in cases:
         assert case in report
