@@ -9,7 +9,7 @@ VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 STAMP_BENCH := $(VENV_BENCH)/.installed-bench
 
-.PHONY: demo test lint typecheck pytest slow bench torture clean
+.PHONY: demo test lint typecheck pytest slow bench torture schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ bench: $(STAMP_BENCH)
 torture: $(STAMP_DEMO)
 	$(BIN)/python -m bench.torture $(TORTURE_ARGS) --out bench/results-torture.md
 	$(BIN)/python -m bench.torture $(TORTURE_ARGS) --durability journal --out bench/results-torture-journal.md
+
+# regenerate schemas/ for the current format and descriptor versions (tests fail on drift)
+schemas: $(STAMP_DEMO)
+	$(BIN)/python -m handoff_files.format.schema
+	$(BIN)/python -m handoff_files.transfers.descriptor
 
 clean:
 	rm -rf $(VENV) $(VENV_BENCH) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -44,7 +44,7 @@ from bench.vs_sqlite_tables import Results, SizeResult, misses, sections, tables
 from bench.workload import Size, build_content
 from handoff_files import HandoffStore
 from handoff_files.thread.store import DEFAULT_KEEP
-from handoff_files.watch.watcher import DEFAULT_DEBOUNCE
+from handoff_files.watchers.watcher import DEFAULT_DEBOUNCE
 
 __all__ = [
     "SIZES",

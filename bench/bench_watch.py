@@ -3,7 +3,7 @@
 ``python -m bench.bench_watch`` measures, over ``--count`` saves each (200 by default):
 
 - watchdog alone: ``os.replace`` of a new primary → a bare watchdog handler sees the move (the floor);
-- :func:`handoff_files.watch.watcher.watch` with ``debounce=0``: ``os.replace`` → ``on_change`` (the floor
+- :func:`handoff_files.watchers.watcher.watch` with ``debounce=0``: ``os.replace`` → ``on_change`` (the floor
   plus the re-read and verification of the primary);
 - ``watch()`` with the default debounce (50 ms): ``os.replace`` → ``on_change``, what an agent sees;
 - end to end: the start of a :meth:`HandoffStore.save` call → ``on_change``, default debounce.
@@ -33,7 +33,7 @@ from watchdog.observers import Observer
 from bench.report import machine_facts, markdown_table, ms, run_kind, text_table, write_report
 from bench.timing import Sample
 from handoff_files import HandoffStore, Restored
-from handoff_files.watch.watcher import DEFAULT_DEBOUNCE, watch
+from handoff_files.watchers.watcher import DEFAULT_DEBOUNCE, watch
 
 __all__ = ["main"]
 

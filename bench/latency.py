@@ -1,6 +1,6 @@
 """Change latency: from the start of a save to the moment a reader in the same process has the new generation.
 
-Two ways to learn of a save: :func:`handoff_files.watch.watcher.watch` (inotify events, a debounce, a
+Two ways to learn of a save: :func:`handoff_files.watchers.watcher.watch` (inotify events, a debounce, a
 re-read and re-verification) and a reader that polls (what a LangGraph ``SqliteSaver`` user must
 write: the saver has no change notification). Both are timed alike: each save starts after a
 random pause, so a poller's phase is random as it would be in real use, and the next save waits
@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.bench_watch import _Arrivals
 from handoff_files import HandoffStore, Restored
-from handoff_files.watch.watcher import watch
+from handoff_files.watchers.watcher import watch
 
 __all__ = ["poll_latencies", "watch_latencies"]
 

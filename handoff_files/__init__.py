@@ -58,16 +58,16 @@ if TYPE_CHECKING:
     from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
     from handoff_files.thread.store import Durability, HandoffStore
     from handoff_files.thread.validate import Validation, validate
-    from handoff_files.transfer.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
-    from handoff_files.transfer.blobs import BlobStore, open_blobs
-    from handoff_files.transfer.descriptor import Descriptor, parse_descriptor
-    from handoff_files.transfer.export import handoff_checkpoint
-    from handoff_files.transfer.handover import TransferResult, transfer
-    from handoff_files.transfer.local_blobs import LocalBlobStore
-    from handoff_files.transfer.remote import FsspecBlobStore
-    from handoff_files.transfer.trim import trim_context
-    from handoff_files.watch.directory import DirectoryWatch, watch_directory
-    from handoff_files.watch.watcher import Watcher, watch
+    from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
+    from handoff_files.transfers.blobs import BlobStore, open_blobs
+    from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
+    from handoff_files.transfers.export import handoff_checkpoint
+    from handoff_files.transfers.handover import TransferResult, transfer
+    from handoff_files.transfers.local_blobs import LocalBlobStore
+    from handoff_files.transfers.remote import FsspecBlobStore
+    from handoff_files.transfers.trim import trim_context
+    from handoff_files.watchers.directory import DirectoryWatch, watch_directory
+    from handoff_files.watchers.watcher import Watcher, watch
 
 # every public name, and the module that defines it: imported on first use, so `import handoff_files`
 # costs almost nothing and an agent's restart never pays for watchdog, ruamel.yaml, fsspec or the inbox
@@ -115,23 +115,23 @@ _EXPORTS: Final[dict[str, str]] = {
     "ThreadDir": "handoff_files.thread.layout",
     "Validation": "handoff_files.thread.validate",
     "validate": "handoff_files.thread.validate",
-    "Watcher": "handoff_files.watch.watcher",
-    "watch": "handoff_files.watch.watcher",
-    "DirectoryWatch": "handoff_files.watch.directory",
-    "watch_directory": "handoff_files.watch.directory",
-    "BlobStore": "handoff_files.transfer.blobs",
-    "open_blobs": "handoff_files.transfer.blobs",
-    "LocalBlobStore": "handoff_files.transfer.local_blobs",
-    "FsspecBlobStore": "handoff_files.transfer.remote",
-    "Descriptor": "handoff_files.transfer.descriptor",
-    "parse_descriptor": "handoff_files.transfer.descriptor",
-    "handoff_checkpoint": "handoff_files.transfer.export",
-    "AdoptResult": "handoff_files.transfer.adopt",
-    "adopt_checkpoint": "handoff_files.transfer.adopt",
-    "verify_checkpoint": "handoff_files.transfer.adopt",
-    "TransferResult": "handoff_files.transfer.handover",
-    "transfer": "handoff_files.transfer.handover",
-    "trim_context": "handoff_files.transfer.trim",
+    "Watcher": "handoff_files.watchers.watcher",
+    "watch": "handoff_files.watchers.watcher",
+    "DirectoryWatch": "handoff_files.watchers.directory",
+    "watch_directory": "handoff_files.watchers.directory",
+    "BlobStore": "handoff_files.transfers.blobs",
+    "open_blobs": "handoff_files.transfers.blobs",
+    "LocalBlobStore": "handoff_files.transfers.local_blobs",
+    "FsspecBlobStore": "handoff_files.transfers.remote",
+    "Descriptor": "handoff_files.transfers.descriptor",
+    "parse_descriptor": "handoff_files.transfers.descriptor",
+    "handoff_checkpoint": "handoff_files.transfers.export",
+    "AdoptResult": "handoff_files.transfers.adopt",
+    "adopt_checkpoint": "handoff_files.transfers.adopt",
+    "verify_checkpoint": "handoff_files.transfers.adopt",
+    "TransferResult": "handoff_files.transfers.handover",
+    "transfer": "handoff_files.transfers.handover",
+    "trim_context": "handoff_files.transfers.trim",
     "HandoffStatus": "handoff_files.inbox.status",
     "InboxRequest": "handoff_files.inbox.request",
     "HandoffInbox": "handoff_files.inbox.lifecycle",

@@ -143,10 +143,11 @@ def _priorities(document: Mapping[Any, Any], data: dict[str, Any], notes: list[s
     for i, priority in enumerate(list_of_objects(document, "priorities", "priority"), 1):
         urgency = _named(priority.get("urgency"), _URGENCIES)
         if urgency is None:
-            where = _unnamed(data, f"priority_{i}_urgency", priority.get("urgency"))
+            given = priority.get("urgency")
+            kept = "" if given is None else f", and the value as {_unnamed(data, f'priority_{i}_urgency', given)}"
             notes.append(
-                f"priority {i} had urgency {quote(priority.get('urgency'))}, not a 2.0 urgency; kept its place "
-                f"in the order with urgency 'primary', and the value as {where}"
+                f"priority {i} had urgency {quote(given)}, not a 2.0 urgency; kept its place "
+                f"in the order with urgency 'primary'{kept}"
             )
             urgency = "primary"
         extra = {key: priority[key] for key in priority if key not in ("task", "urgency")}

@@ -16,8 +16,8 @@ from handoff_files.foundation.errors import HandoffError, InvalidTransitionError
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import InboxRequest
 from handoff_files.inbox.status import HandoffStatus
-from handoff_files.transfer.adopt import AdoptResult
-from handoff_files.transfer.blobs import LocalBlobStore
+from handoff_files.transfers.adopt import AdoptResult
+from handoff_files.transfers.blobs import LocalBlobStore
 
 #: Where the tests find this script.
 SCRIPT: Final = Path(__file__).resolve()

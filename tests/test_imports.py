@@ -50,7 +50,7 @@ def test_version_and_help_load_no_library_layer(python: str, subprocess_env: dic
         "try:\n    runpy.run_module('handoff_files', run_name='__main__')\nexcept SystemExit:\n    pass"
     )
     modules = _loaded(code, python, subprocess_env)
-    assert _offenders(modules, (*NEVER_AT_START, "pydantic", "handoff_files.thread", "handoff_files.transfer")) == []
+    assert _offenders(modules, (*NEVER_AT_START, "pydantic", "handoff_files.thread", "handoff_files.transfers")) == []
 
 
 @pytest.mark.parametrize("name", sorted(handoff_files.__all__))
@@ -61,3 +61,24 @@ def test_every_public_name_resolves_from_the_top_level(name: str) -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'HandoffStor'"):
         _ = handoff_files.HandoffStor
+
+
+def test_watch_and_transfer_stay_functions_after_their_layers_are_imported(
+    python: str, subprocess_env: dict[str, str]
+) -> None:
+    """Importing a submodule binds it on its package: no subpackage may share a public function's name."""
+    code = (
+        "import handoff_files.transfers.blobs, handoff_files.watchers.directory, handoff_files.inbox.serve\n"
+        "import handoff_files\n"
+        "from handoff_files import transfer, watch\n"
+        "assert callable(transfer) and callable(watch), (transfer, watch)\n"
+        "assert callable(handoff_files.transfer) and callable(handoff_files.watch)\n"
+        "print('ok')"
+    )
+    done = subprocess.run([python, "-c", code], env=subprocess_env, capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_no_public_name_is_also_a_subpackage() -> None:
+    packages = {path.parent.name for path in Path(handoff_files.__file__).parent.glob("*/__init__.py")}
+    assert not packages & set(handoff_files.__all__)

@@ -23,8 +23,8 @@ LAYERS: Final[dict[str, int]] = {
     "format": 1,
     "migrations": 2,  # the steps use format's constants; format finds them by name (importlib), not by import
     "thread": 3,
-    "watch": 4,
-    "transfer": 4,
+    "watchers": 4,
+    "transfers": 4,
     "inbox": 5,
     "run": 6,
     "cli": 7,
@@ -51,8 +51,8 @@ def _module_name(path: Path) -> str:
         parts = ["handoff_files", "migrations", *path.relative_to(MIGRATIONS).with_suffix("").parts]
     else:
         parts = ["handoff_files", *path.relative_to(PACKAGE).with_suffix("").parts]
-    if parts[-1] == "__init__" and len(parts) > 2:
-        parts.pop()
+    if parts[-1] == "__init__":
+        parts.pop()  # a package is named by its folder: the top level is "handoff_files" itself
     return ".".join(parts)
 
 
@@ -169,6 +169,14 @@ def test_no_import_cycles() -> None:
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m) not in {"compat", "cli"}))
 def test_no_core_module_imports_compat(module: str) -> None:
     assert not [target for target in GRAPH[module] if _layer(target) == "compat"]
+
+
+def test_the_checker_sees_an_import_through_the_top_level_package(tmp_path: Path) -> None:
+    """``from handoff_files import X`` in a lower layer is an upward import (to the facade)."""
+    source = tmp_path / "probe.py"
+    source.write_text("from handoff_files import HandoffInbox\nimport handoff_files\n", encoding="utf-8")
+    assert set(_imports("handoff_files.format.probe", source)) == {"handoff_files"}
+    assert LAYERS[_layer("handoff_files")] > LAYERS["format"]
 
 
 def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ import os
 import signal
 import sys
 
-from handoff_files.transfer.blobs import LocalBlobStore
-from handoff_files.transfer.handover import Phase, transfer
+from handoff_files.transfers.blobs import LocalBlobStore
+from handoff_files.transfers.handover import Phase, transfer
 
 
 def main() -> None:

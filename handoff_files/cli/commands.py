@@ -160,11 +160,11 @@ def cmd_export_context(args: argparse.Namespace) -> str:
 
 def cmd_doctor(args: argparse.Namespace) -> str:
     """``handoff doctor DIR``: exit 1 on errors and on what could not be repaired."""
-    from handoff_files.thread.doctor import examine  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.doctor import examine, failed  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
 
     findings = examine(HandoffStore(args.dir), repair=args.repair)
-    args.failed = any(f.level in ("error", "unrepaired") for f in findings)
+    args.failed = failed(findings)
     if args.json:
         return to_json([dataclasses.asdict(f) for f in findings])
     return findings_report(findings)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from handoff_files.cli.commands import read_input
 from handoff_files.cli.render import one_line, request_detail, request_table, to_json
-from handoff_files.foundation.errors import UnknownRequestError
 
 if TYPE_CHECKING:
     from handoff_files.inbox.lifecycle import InboxRequest
@@ -35,8 +34,8 @@ def cmd_export(args: argparse.Namespace) -> str:
     """``handoff export DIR``: prints the descriptor (and writes it with ``-o``)."""
     from handoff_files.foundation.atomic import write_durable  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
-    from handoff_files.transfer.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
-    from handoff_files.transfer.export import handoff_checkpoint  # noqa: PLC0415 -- per command: start-up cost
+    from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.transfers.export import handoff_checkpoint  # noqa: PLC0415 -- per command: start-up cost
 
     descriptor = handoff_checkpoint(
         thread_of(args.dir),
@@ -54,8 +53,8 @@ def cmd_export(args: argparse.Namespace) -> str:
 
 def cmd_adopt(args: argparse.Namespace) -> str:
     """``handoff adopt DESCRIPTOR NEW_DIR``."""
-    from handoff_files.transfer.adopt import adopt_checkpoint  # noqa: PLC0415 -- per command: start-up cost
-    from handoff_files.transfer.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.transfers.adopt import adopt_checkpoint  # noqa: PLC0415 -- per command: start-up cost
+    from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
 
     data, _ = read_input(args.descriptor)
     result = adopt_checkpoint(data, args.new_dir, blobs=open_blobs(args.blobs), agent_id=args.agent_id)
@@ -91,7 +90,6 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
         DEFAULT_PRIORITY,
         HandoffInbox,
     )
-    from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- imported per command: start-up cost
 
     descriptor = None if args.descriptor is None else read_input(args.descriptor)[0]
     inbox = HandoffInbox(args.dir, registry=args.registry)
@@ -105,7 +103,7 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
         timeout=args.timeout,
         capabilities_required=args.require,
     )
-    if record.status is HandoffStatus.REJECTED:  # refused by the capability gate: shown, but never stored
+    if record.refused_by is not None:  # refused by the capability gate: shown, but never stored
         print(f"handoff: {inbox.path}: {one_line(str(record.rejection_reason))}; nothing stored", file=sys.stderr)
         args.failed = True
     return _request(record, args)
@@ -136,8 +134,4 @@ def cmd_inbox_status(args: argparse.Namespace) -> str:
     """``handoff inbox DIR status ID``."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    record = HandoffInbox(args.dir).get_handoff(args.handoff_id)
-    if record is None:
-        msg = f"no handoff request {args.handoff_id} in this inbox"
-        raise UnknownRequestError(args.dir, msg)
-    return _request(record, args)
+    return _request(HandoffInbox(args.dir).require_handoff(args.handoff_id), args)

@@ -123,9 +123,11 @@ def validation_records(results: Iterable[Validation]) -> list[dict[str, Any]]:
 
 def history_table(entries: Iterable[HistoryEntry]) -> str:
     """Render the generations of a thread, newest first, one line each; ``*`` marks the primary's."""
+    from handoff_files.thread.layout import HISTORY_DIR  # noqa: PLC0415 -- the history command has loaded it already
+
     lines = []
     for e in entries:
-        where = e.path.name if e.path.parent.name != "history" else f"history/{e.path.name}"
+        where = e.path.name if e.path.parent.name != HISTORY_DIR else f"{HISTORY_DIR}/{e.path.name}"
         number = "?" if e.generation is None else str(e.generation)
         mark = "*" if e.current else " "
         if e.problem is not None or e.created_at is None:

@@ -10,7 +10,7 @@ from handoff_files.compat.sw4rm_memory import MemoryBackend, clear_memory
 from handoff_files.compat.sw4rm_types import HANDOFF_ID_KEY, HandoffRequest, HandoffResponse
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.inbox.lifecycle import HandoffInbox
-from handoff_files.transfer.blobs import BlobStore, LocalBlobStore, open_blobs
+from handoff_files.transfers.blobs import BlobStore, LocalBlobStore, open_blobs
 
 # HANDOFF_ID_KEY and SW4RM_KEY live in sw4rm_types.py and sw4rm_inbox.py; re-exported where callers find them
 __all__ = ["BLOBS_DIR", "HANDOFF_ID_KEY", "INBOX_ENV", "SW4RM_KEY", "HandoffClient"]

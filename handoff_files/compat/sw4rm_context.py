@@ -59,7 +59,9 @@ def serialize_context(context: HandoffContext) -> bytes:
     SW4RM's ``deserialize_context`` reads the result.
 
     :raises ValueError: if a field has the wrong type or a value is not JSON (NaN and
-        Infinity, non-string keys, lone surrogates, objects JSON has no form for, cycles).
+        Infinity, non-string keys, lone surrogates, objects JSON has no form for, cycles), or
+        the bytes would be refused by :func:`deserialize_context` (an integer past 64 bits,
+        nesting past 64 levels, more than 16 MiB).
     """
     document = {name: getattr(context, name) for name in _FIELDS}
     try:
@@ -72,7 +74,15 @@ def serialize_context(context: HandoffContext) -> bytes:
     except (TypeError, ValueError) as exc:
         msg = f"{_SERIALIZE_FAILED}: {exc}"
         raise ValueError(msg) from exc
-    return text.encode("utf-8")  # cannot fail: _check_json refused lone surrogates
+    data = text.encode("utf-8")  # cannot fail: _check_json refused lone surrogates
+    try:
+        # never write what our own reader refuses (integers past 64 bits, nesting past its depth,
+        # past its size): the receiver reads these bytes with deserialize_context
+        parse_json(data, _WHERE, limit=MAX_FILE_BYTES)
+    except HandoffParseError as exc:  # HandoffTooLargeError included
+        msg = f"{_SERIALIZE_FAILED}: {exc.reason}"
+        raise ValueError(msg) from exc
+    return data
 
 
 def deserialize_context(data: bytes | bytearray | memoryview) -> HandoffContext:

@@ -20,8 +20,8 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import InboxRequest, is_handoff_id
-from handoff_files.transfer.blob_layout import sha256_hex
-from handoff_files.transfer.blobs import BlobStore
+from handoff_files.transfers.blob_layout import sha256_hex
+from handoff_files.transfers.blobs import BlobStore
 
 __all__ = ["SW4RM_KEY", "InboxBackend"]
 

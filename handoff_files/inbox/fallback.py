@@ -11,7 +11,7 @@ from handoff_files.foundation.errors import HandoffValidationError
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import MAX_REASON, InboxRequest, RefusedBy, check_timeout
 from handoff_files.inbox.status import SETTLED, HandoffStatus
-from handoff_files.transfer.descriptor import Descriptor
+from handoff_files.transfers.descriptor import Descriptor
 
 __all__ = ["request_handoff_with_fallback"]
 

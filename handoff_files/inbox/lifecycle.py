@@ -38,7 +38,7 @@ from handoff_files.inbox.request import (
 from handoff_files.inbox.request_files import REQUESTS_DIR, RequestFiles
 from handoff_files.inbox.serve import ServeOptions, serve
 from handoff_files.inbox.status import HandoffStatus
-from handoff_files.transfer.descriptor import Descriptor
+from handoff_files.transfers.descriptor import Descriptor
 
 # DEFAULT_PRIORITY, REQUESTS_DIR, InboxRequest and is_handoff_id live in request.py and request_files.py;
 # they are re-exported here, where the inbox's callers have always found them
@@ -254,6 +254,18 @@ class HandoffInbox:
         except UnknownRequestError:
             return None
         return record.as_of(self.now())
+
+    def require_handoff(self, handoff_id: str) -> InboxRequest:
+        """The whole request as it reads now.
+
+        :raises UnknownRequestError: if no request has that id.
+        :raises InvalidNameError, HandoffError: as :meth:`get_handoff_status`.
+        """
+        record = self.get_handoff(handoff_id)
+        if record is None:
+            msg = f"no handoff request {handoff_id} in this inbox"
+            raise UnknownRequestError(self.path, msg)
+        return record
 
     def get_pending_handoffs(self, agent_id: str) -> list[InboxRequest]:
         """The PENDING, unexpired requests to *agent_id*, most urgent first (:func:`urgency`); see :attr:`problems`."""

@@ -15,7 +15,7 @@ from handoff_files.format.model import MAX_INT, MIN_INT, Id
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.inbox.capabilities import CAPABILITY_PATTERN, check_capabilities
 from handoff_files.inbox.status import HandoffStatus
-from handoff_files.transfer.descriptor import Descriptor, parse_descriptor
+from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
 
 __all__ = [
     "CAPABILITY_GATE",

@@ -20,8 +20,8 @@ from handoff_files.inbox.request import MAX_REASON, InboxRequest, is_handoff_id,
 from handoff_files.inbox.status import HandoffStatus
 from handoff_files.thread.results import SaveReceipt
 from handoff_files.thread.store import HandoffStore
-from handoff_files.transfer.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
-from handoff_files.transfer.blobs import BlobStore
+from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
+from handoff_files.transfers.blobs import BlobStore
 
 __all__ = [
     "DEFAULT_SERVE_RESCAN",
@@ -102,7 +102,7 @@ def serve(
     1. ``on_handoff_request(request)`` decides: True accepts; a string (or False) rejects with
        that reason. A hook that raises rejects with the exception's text.
     2. On acceptance the checkpoint is verified without writing anything
-       (:func:`~handoff_files.transfer.adopt.verify_checkpoint`: blob fetched, sha256 and seal checked;
+       (:func:`~handoff_files.transfers.adopt.verify_checkpoint`: blob fetched, sha256 and seal checked;
        and the target thread free, the descriptor addressed to *agent_id* or to anyone); a
        failure rejects with the reason.
     3. ``accept_handoff`` claims the request. If another server won it, it is skipped quietly.
@@ -126,7 +126,7 @@ def serve(
     :raises HandoffValidationError: for a bad *agent_id*, *rescan* or *max_requests*.
     :raises HandoffError: if the inbox cannot be created, listed or watched.
     """
-    from handoff_files.watch.directory import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
+    from handoff_files.watchers.directory import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
 
     check_id(agent_id, "agent_id", inbox.path)
     if max_requests is not None and (type(max_requests) is not int or max_requests < 1):

@@ -20,7 +20,7 @@ from handoff_files.thread.mirror import mirror_bytes, read_mirror
 from handoff_files.thread.scan import journal_saves
 from handoff_files.thread.store import HandoffStore
 
-__all__ = ["Finding", "examine"]
+__all__ = ["Finding", "examine", "failed"]
 
 Level = Literal["ok", "warning", "error", "repaired", "unrepaired"]
 
@@ -32,6 +32,11 @@ class Finding:
     level: Level
     what: str
     advice: str = ""
+
+
+def failed(findings: list[Finding]) -> bool:
+    """The doctor's verdict: whether an error, or something it could not repair, remains."""
+    return any(finding.level in ("error", "unrepaired") for finding in findings)
 
 
 def examine(store: HandoffStore, *, repair: bool = False) -> list[Finding]:

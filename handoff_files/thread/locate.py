@@ -7,7 +7,10 @@ from pathlib import Path
 
 from handoff_files.format.loader import load
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.foundation.names import check_id
+from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.results import MigrationReport, Restored
+from handoff_files.thread.settings import choose_format
 from handoff_files.thread.store import HandoffStore
 
 __all__ = ["migrate_path", "open_handoff", "primary_of", "thread_of"]
@@ -46,9 +49,20 @@ def open_handoff(path: str | os.PathLike[str], *, assume_version: str | None = N
 
 
 def primary_of(path: str | os.PathLike[str]) -> Path:
-    """Return the file to verify for *path*: a thread directory's primary, or *path* itself."""
+    """Return the file to verify for *path*: a thread directory's primary, or *path* itself.
+
+    Reads only: no store is opened, so nothing in the thread is touched (not even a dead
+    writer's temp files).
+
+    :raises InvalidNameError: if the directory's name is not a valid thread id.
+    :raises HandoffError: if the thread holds both a JSON and a YAML primary.
+    """
     target = Path(path)
-    return HandoffStore(target).primary if target.is_dir() else target
+    if not target.is_dir():
+        return target
+    layout = ThreadDir(target)
+    check_id(layout.path.name, "thread directory name", layout.path)
+    return layout.primary(choose_format(layout, None))
 
 
 def migrate_path(

@@ -15,7 +15,7 @@ from handoff_files.foundation.names import check_id
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
 
-__all__ = ["DURABILITIES", "Durability", "ThreadSettings", "check_durability"]
+__all__ = ["DURABILITIES", "Durability", "ThreadSettings", "check_durability", "choose_format"]
 
 #: When a save is acknowledged. ``"full"``: once its copy in ``history/`` is durable, then the
 #: primary, ``state.json`` and the journal line too (five fsyncs). ``"journal"``: once one
@@ -103,7 +103,7 @@ class ThreadSettings:
         thread_id = None if thread_id is None else check_id(thread_id, "thread_id", path)
         if thread_id is None or agent_id is None:
             check_id(path.name, "thread directory name", path)
-        fmt = _choose_format(layout, format)
+        fmt = choose_format(layout, format)
         lock = WriterLock(path, timeout=lock_timeout)
         return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock)
 
@@ -134,8 +134,12 @@ class ThreadSettings:
         return (self.agent_id or agent_id or name, self.thread_id or thread_id or name)
 
 
-def _choose_format(layout: ThreadDir, wanted: Format | None) -> Format:
-    """The existing primary's format, checked against the one *wanted*; JSON for a new thread."""
+def choose_format(layout: ThreadDir, wanted: Format | None) -> Format:
+    """The existing primary's format, checked against the one *wanted*; JSON for a new thread.
+
+    :raises HandoffError: if the thread holds both a JSON and a YAML primary.
+    :raises HandoffValidationError: if *wanted* is not a format, or not the existing primary's.
+    """
     existing = layout.primary_formats()
     if len(existing) > 1:
         msg = "holds both handoff.json and handoff.yaml; move one away so the primary is unambiguous"

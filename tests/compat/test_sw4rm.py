@@ -563,3 +563,16 @@ def test_any_context_imported_into_a_thread_exports_as_the_same_bytes(context: H
 def test_deserialize_fills_missing_fields_with_their_defaults_as_sw4rm_does(data: bytes) -> None:
     context = deserialize_context(data)
     assert (context.conversation_history, context.tool_state, context.metadata) == ([], {}, {})
+
+
+@pytest.mark.parametrize(
+    ("context", "match"),
+    [
+        pytest.param(HandoffContext(tool_state={"n": 2**70}), "64 bits", id="integer-past-64-bits"),
+        pytest.param(HandoffContext(tool_state={"x": _deep(70)}), "nested deeper", id="past-the-readers-depth"),
+    ],
+)
+def test_serialize_refuses_what_deserialize_would_refuse(context: HandoffContext, match: str) -> None:
+    """A snapshot our own reader cannot read back is refused when it is written, not when it arrives."""
+    with pytest.raises(ValueError, match=match):
+        serialize_context(context)

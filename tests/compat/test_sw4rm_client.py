@@ -35,7 +35,7 @@ from handoff_files.foundation.errors import (
     UnknownRequestError,
 )
 from handoff_files.inbox.lifecycle import HandoffInbox
-from handoff_files.transfer.blobs import blob_path
+from handoff_files.transfers.blobs import blob_path
 from tests.inbox_sw4rm_child import SCRIPT
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (

@@ -30,7 +30,7 @@ from handoff_files.compat.sw4rm import HandoffContext, deserialize_context, seri
 from handoff_files.inbox.capabilities import AgentRegistry
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.mirror import read_mirror
-from handoff_files.transfer.handover import transferred_to
+from handoff_files.transfers.handover import transferred_to
 
 Damage = Callable[[bytes], bytes]
 BOM: Final = b"\xef\xbb\xbf"

@@ -378,3 +378,18 @@ def test_seal_refuses_an_older_primary_and_points_to_migrate(
     write_legacy(thread / "handoff.json", sealed_legacy(copy.deepcopy(V1)))
     assert main(["seal", str(thread)]) == 1
     assert "handoff migrate" in capsys.readouterr().err
+
+
+def test_a_1_0_priority_without_urgency_reads_as_primary_and_sets_nothing_aside() -> None:
+    old = {
+        "schema_version": "1.0",
+        "session_id": 2,
+        "created_at": "2026-01-01T00:00:00Z",
+        "state": {},
+        "narrative": "n",
+        "priorities": [{"task": "a"}, {"task": "b", "urgency": "Soon"}, {"task": "c", "urgency": "IF_TIME_PERMITS"}],
+    }
+    old["checksum"] = legacy_checksum(old["state"])
+    migrated = migrate_document(old, "<test>")
+    assert [p["urgency"] for p in migrated["priorities"]] == ["primary", "primary", "if_time_permits"]
+    assert migrated["state"]["data"] == {"priority_2_urgency": "Soon"}

@@ -28,10 +28,10 @@ from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import CAPABILITY_GATE, InboxRequest
 from handoff_files.inbox.serve import thread_id_for
 from handoff_files.inbox.status import HandoffStatus
-from handoff_files.transfer.adopt import AdoptResult, adopt_checkpoint
-from handoff_files.transfer.blobs import LocalBlobStore
-from handoff_files.transfer.descriptor import Descriptor
-from handoff_files.transfer.export import handoff_checkpoint
+from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint
+from handoff_files.transfers.blobs import LocalBlobStore
+from handoff_files.transfers.descriptor import Descriptor
+from handoff_files.transfers.export import handoff_checkpoint
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (
     HandoffStatus.PENDING,

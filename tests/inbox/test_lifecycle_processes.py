@@ -21,9 +21,9 @@ from handoff_files.inbox.fallback import request_handoff_with_fallback
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.serve import thread_id_for
 from handoff_files.inbox.status import HandoffStatus
-from handoff_files.transfer.blobs import LocalBlobStore, blob_path
-from handoff_files.transfer.descriptor import Descriptor
-from handoff_files.transfer.export import handoff_checkpoint
+from handoff_files.transfers.blobs import LocalBlobStore, blob_path
+from handoff_files.transfers.descriptor import Descriptor
+from handoff_files.transfers.export import handoff_checkpoint
 from tests.inbox_child import READY, SCRIPT
 
 #: Generous: every wait ends as soon as its condition holds, so only a broken inbox pays for it.

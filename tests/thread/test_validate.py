@@ -80,3 +80,13 @@ def test_no_paths_give_no_results_and_a_result_is_frozen(tmp_path: Path) -> None
     assert isinstance(result, Validation)
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.path = "elsewhere"  # type: ignore[misc]
+
+
+def test_validate_reads_only_even_a_dead_writers_temp_file_is_left(tmp_path: Path) -> None:
+    thread = tmp_path / "t1"
+    HandoffStore(thread).save({"narrative": "one"})
+    stray = thread / ".handoff.json.abcd1234.tmp"
+    stray.write_bytes(b"{")
+    before = sorted(p.name for p in thread.iterdir())
+    assert [result.ok for result in validate([thread])] == [True]
+    assert sorted(p.name for p in thread.iterdir()) == before

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from handoff_files.format.model import Context
 from handoff_files.foundation.errors import HandoffValidationError
-from handoff_files.transfer.trim import TRIM_KEY, trim_context
+from handoff_files.transfers.trim import TRIM_KEY, trim_context
 
 
 def _history(n: int) -> list[dict[str, Any]]:

@@ -12,8 +12,8 @@ import pytest
 from handoff_files import HandoffStore
 from handoff_files.foundation.errors import HandoffParseError, TransferRefusedError
 from handoff_files.thread.layout import TRANSFERRED_NAME
-from handoff_files.transfer.blobs import LocalBlobStore
-from handoff_files.transfer.handover import PHASES, transfer, transferred_to
+from handoff_files.transfers.blobs import LocalBlobStore
+from handoff_files.transfers.handover import PHASES, transfer, transferred_to
 
 CHILD = Path(__file__).resolve().parents[1] / "transfer_child.py"
 

@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from handoff_files.foundation.errors import HandoffNotFoundError, HandoffValidationError
-from handoff_files.watch.observer import DEFAULT_RESCAN, start_observer, stop_observer
+from handoff_files.watchers.observer import DEFAULT_RESCAN, start_observer, stop_observer
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
@@ -88,7 +88,7 @@ def watch_directory(
     (not recursive: only *path*'s own entries); the timer is the safety net for events the
     kernel drops. *on_hint* runs on watchdog's thread or the timer's, possibly at the same time,
     so it must be quick and thread-safe (``threading.Event.set`` is the usual choice); an
-    exception it raises is logged (logger ``handoff_files.watch.directory``) and the watch goes on.
+    exception it raises is logged (logger ``handoff_files.watchers.directory``) and the watch goes on.
 
     :param path: an existing directory.
     :param on_hint: called with no arguments on each hint.

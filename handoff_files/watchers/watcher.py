@@ -19,9 +19,10 @@ from handoff_files.foundation.errors import (
     NoHandoffError,
     UnsealedEditError,
 )
+from handoff_files.thread.layout import PRIMARY_NAMES
 from handoff_files.thread.results import Restored
-from handoff_files.thread.store import PRIMARY_STEM, HandoffStore
-from handoff_files.watch.observer import DEFAULT_RESCAN, start_observer, stop_observer
+from handoff_files.thread.store import HandoffStore
+from handoff_files.watchers.observer import DEFAULT_RESCAN, start_observer, stop_observer
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
@@ -34,7 +35,6 @@ __all__ = ["DEFAULT_DEBOUNCE", "DEFAULT_RESCAN", "Watcher", "watch"]
 DEFAULT_DEBOUNCE: Final = 0.05
 # a steady stream of hints (a writer saving in a loop) still gets a re-read every this many debounce periods
 _MAX_DEFER: Final = 10
-_PRIMARY_NAMES: Final = frozenset(f"{PRIMARY_STEM}.{ext}" for ext in ("json", "yaml"))
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class Watcher:
     # -- start and stop ------------------------------------------------------------------------
 
     def _start(self) -> None:
-        self._observer = start_observer(self.path, self._hint, _PRIMARY_NAMES.__contains__)
+        self._observer = start_observer(self.path, self._hint, PRIMARY_NAMES.__contains__)
         # restore only once the watch exists: a save landing in between is both read here and hinted;
         # then read the primary once (an edit restore() passes over): when watch() returns,
         # `current` is up to date, and the callbacks this found wait for the watcher's thread
@@ -197,7 +197,7 @@ class Watcher:
     def _refresh(self) -> None:
         """Re-read the primary, verify it, and deliver it if it is new."""
         store = self._store
-        if not store.primary.exists() and any((self.path / name).exists() for name in _PRIMARY_NAMES):
+        if not store.primary.exists() and any((self.path / name).exists() for name in PRIMARY_NAMES):
             # the format is chosen from the files present: a first save may have made handoff.yaml
             try:
                 store = self._store = HandoffStore(self.path)
@@ -336,7 +336,7 @@ def watch(
     verified generation in ``history/`` (or rebuilds one), that is delivered.
 
     Callbacks run on the watcher's own thread, one at a time. An exception a callback raises
-    is logged (logger ``handoff_files.watch.watcher``) and the watch goes on; without ``on_error``,
+    is logged (logger ``handoff_files.watchers.watcher``) and the watch goes on; without ``on_error``,
     failures are logged as warnings.
 
     :param thread_dir: the thread directory (it must exist; the primary need not).

@@ -22,10 +22,10 @@ from handoff_files.foundation.errors import (
     HandoffParseError,
     TransferRefusedError,
 )
-from handoff_files.transfer.adopt import adopt_checkpoint
-from handoff_files.transfer.blobs import LocalBlobStore, blob_path, sha256_hex
-from handoff_files.transfer.descriptor import DESCRIPTOR_SCHEMA_FILE, Descriptor, descriptor_schema, parse_descriptor
-from handoff_files.transfer.export import handoff_checkpoint
+from handoff_files.transfers.adopt import adopt_checkpoint
+from handoff_files.transfers.blobs import LocalBlobStore, blob_path, sha256_hex
+from handoff_files.transfers.descriptor import DESCRIPTOR_SCHEMA_FILE, Descriptor, descriptor_schema, parse_descriptor
+from handoff_files.transfers.export import handoff_checkpoint
 
 
 def _layers(step: int, pad: int = 0) -> dict[str, Any]:
@@ -104,15 +104,15 @@ def test_round_trip_across_two_processes_and_two_directories(
 ) -> None:
     """One process saves and exports; another, with only the descriptor on stdin, adopts; a third restores."""
     exporter = (
-        "import sys; from handoff_files import HandoffStore; from handoff_files.transfer.blobs import LocalBlobStore\n"
-        "from handoff_files.transfer.export import handoff_checkpoint\n"
+        "import sys; from handoff_files import HandoffStore; from handoff_files.transfers.blobs import LocalBlobStore\n"
+        "from handoff_files.transfers.export import handoff_checkpoint\n"
         "s = HandoffStore(sys.argv[1]); s.save({'state': {'data': {'k': 'v'}}, 'narrative': 'Half done.',"
         " 'decisions': [], 'priorities': [{'task': 'finish', 'urgency': 'first'}], 'warnings': []})\n"
         "print(handoff_checkpoint(s, blobs=LocalBlobStore(sys.argv[2]), to_agent='beta').to_json())\n"
     )
     adopter = (
-        "import sys; from handoff_files.transfer.blobs import LocalBlobStore\n"
-        "from handoff_files.transfer.adopt import adopt_checkpoint\n"
+        "import sys; from handoff_files.transfers.blobs import LocalBlobStore\n"
+        "from handoff_files.transfers.adopt import adopt_checkpoint\n"
         "r = adopt_checkpoint(sys.stdin.read(), sys.argv[1], blobs=LocalBlobStore(sys.argv[2]))\n"
         "print(r.verified, r.new_thread_id)\n"
     )
@@ -368,7 +368,7 @@ def test_the_committed_descriptor_schema_matches_the_model_and_validates_a_descr
     source: HandoffStore, blobs: LocalBlobStore
 ) -> None:
     assert DESCRIPTOR_SCHEMA_FILE.read_text(encoding="utf-8") == render_schema(descriptor_schema()), (
-        "schemas/ is stale: run `python -m handoff_files.transfer.descriptor`"
+        "schemas/ is stale: run `python -m handoff_files.transfers.descriptor`"
     )
     descriptor = json.loads(handoff_checkpoint(source, blobs=blobs).to_json())
     jsonschema.validate(descriptor, json.loads(DESCRIPTOR_SCHEMA_FILE.read_text(encoding="utf-8")))

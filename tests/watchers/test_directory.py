@@ -12,7 +12,7 @@ import pytest
 
 from handoff_files import HandoffNotFoundError, HandoffValidationError
 from handoff_files.foundation.atomic import write_durable
-from handoff_files.watch.directory import DirectoryWatch, watch_directory
+from handoff_files.watchers.directory import DirectoryWatch, watch_directory
 
 #: Generous: the waits end as soon as the condition holds, so only a broken watch pays for it.
 WAIT = 10.0
@@ -107,7 +107,7 @@ def test_an_on_hint_that_raises_is_logged_and_the_watch_goes_on(
             raise RuntimeError(msg)
 
     with (
-        caplog.at_level(logging.ERROR, logger="handoff_files.watch.directory"),
+        caplog.at_level(logging.ERROR, logger="handoff_files.watchers.directory"),
         watch_directory(tmp_path, on_hint, rescan=0.02),
     ):
         deadline = time.monotonic() + WAIT

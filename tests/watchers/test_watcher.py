@@ -33,7 +33,7 @@ from handoff_files import (
     HandoffValidationError,
     Restored,
 )
-from handoff_files.watch.watcher import Watcher, watch
+from handoff_files.watchers.watcher import Watcher, watch
 
 #: Generous: these waits end as soon as the condition holds, so only a broken watcher pays for it.
 WAIT = 30.0
@@ -406,7 +406,7 @@ def test_a_callback_that_raises_is_logged_and_the_watch_goes_on(
     recorder = Recorder(fail_first=True)
     store = HandoffStore(thread_dir)
     store.save(layers("First."))
-    with caplog.at_level(logging.ERROR, logger="handoff_files.watch.watcher"):
+    with caplog.at_level(logging.ERROR, logger="handoff_files.watchers.watcher"):
         watcher = start(watchers, thread_dir, recorder)
         store.save(layers("Second."))
         assert watcher.wait_for(2, WAIT) is not None

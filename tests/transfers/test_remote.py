@@ -29,12 +29,12 @@ from handoff_files.foundation.errors import (
     DescriptorError,
     HandoffError,
 )
-from handoff_files.transfer.adopt import adopt_checkpoint
-from handoff_files.transfer.blobs import LocalBlobStore, blob_path, sha256_hex
-from handoff_files.transfer.descriptor import Descriptor
-from handoff_files.transfer.export import handoff_checkpoint
-from handoff_files.transfer.remote import FsspecBlobStore, redact_url
-from tests.transfer.test_transfer import _five_layers, _layers, _listing
+from handoff_files.transfers.adopt import adopt_checkpoint
+from handoff_files.transfers.blobs import LocalBlobStore, blob_path, sha256_hex
+from handoff_files.transfers.descriptor import Descriptor
+from handoff_files.transfers.export import handoff_checkpoint
+from handoff_files.transfers.remote import FsspecBlobStore, redact_url
+from tests.transfers.test_transfer import _five_layers, _layers, _listing
 
 # not us-east-1: s3fs creates a bucket with a LocationConstraint of the region, which S3 refuses for us-east-1
 REGION = "eu-west-1"
@@ -357,8 +357,8 @@ def test_export_adopt_restore_over_s3_gives_the_same_five_layers_with_lineage(
 _EXPORTER = """
 import json, sys
 from handoff_files import HandoffStore
-from handoff_files.transfer.remote import FsspecBlobStore
-from handoff_files.transfer.export import handoff_checkpoint
+from handoff_files.transfers.remote import FsspecBlobStore
+from handoff_files.transfers.export import handoff_checkpoint
 thread, url, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 store = HandoffStore(thread)
 store.save(json.loads(sys.stdin.read()))
@@ -366,8 +366,8 @@ print(handoff_checkpoint(store, blobs=FsspecBlobStore(url, **options), to_agent=
 """
 _ADOPTER = """
 import json, sys
-from handoff_files.transfer.remote import FsspecBlobStore
-from handoff_files.transfer.adopt import adopt_checkpoint
+from handoff_files.transfers.remote import FsspecBlobStore
+from handoff_files.transfers.adopt import adopt_checkpoint
 thread, url, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 result = adopt_checkpoint(sys.stdin.read(), thread, blobs=FsspecBlobStore(url, **options))
 print(result.verified, result.new_thread_id, result.adopted_from)
@@ -559,12 +559,12 @@ def test_an_unknown_filesystem_is_a_blob_error() -> None:
     ("modules", "imported"),
     [
         pytest.param(
-            "handoff_files, handoff_files.transfer.blobs, handoff_files.transfer.export, "
-            "handoff_files.transfer.adopt, handoff_files.transfer.handover",
+            "handoff_files, handoff_files.transfers.blobs, handoff_files.transfers.export, "
+            "handoff_files.transfers.adopt, handoff_files.transfers.handover",
             [],
             id="restore and transfer",
         ),
-        pytest.param("handoff_files.transfer.remote", ["fsspec"], id="the remote store itself"),
+        pytest.param("handoff_files.transfers.remote", ["fsspec"], id="the remote store itself"),
     ],
 )
 def test_only_the_remote_store_imports_fsspec(

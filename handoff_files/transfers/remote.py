@@ -14,7 +14,7 @@ from fsspec.implementations.local import LocalFileSystem
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.atomic import TEMP_SUFFIX
 from handoff_files.foundation.errors import BlobError, BlobNotFoundError
-from handoff_files.transfer.blob_layout import (
+from handoff_files.transfers.blob_layout import (
     COMPRESS_OVER,
     SUFFIXES,
     blob_path,
@@ -23,7 +23,7 @@ from handoff_files.transfer.blob_layout import (
     sha256_hex,
     unpack,
 )
-from handoff_files.transfer.local_blobs import LocalBlobStore
+from handoff_files.transfers.local_blobs import LocalBlobStore
 
 __all__ = ["OBJECT_STORES", "FsspecBlobStore", "redact_url"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.atomic import fsync_dir, read_bytes, write_durable
 from handoff_files.foundation.errors import BlobError, BlobNotFoundError, HandoffError, HandoffNotFoundError
-from handoff_files.transfer.blob_layout import (
+from handoff_files.transfers.blob_layout import (
     COMPRESS_OVER,
     SUFFIXES,
     blob_path,

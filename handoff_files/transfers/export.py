@@ -15,9 +15,9 @@ from handoff_files.foundation.names import check_id
 from handoff_files.thread.layout import EXTENSIONS
 from handoff_files.thread.recovery import journal_saves, summary_fields
 from handoff_files.thread.store import HandoffStore
-from handoff_files.transfer.blob_layout import sha256_hex
-from handoff_files.transfer.blobs import BlobStore
-from handoff_files.transfer.descriptor import DESCRIPTOR_VERSION, Descriptor
+from handoff_files.transfers.blob_layout import sha256_hex
+from handoff_files.transfers.blobs import BlobStore
+from handoff_files.transfers.descriptor import DESCRIPTOR_VERSION, Descriptor
 
 __all__ = ["checkpoint_bytes", "handoff_checkpoint"]
 

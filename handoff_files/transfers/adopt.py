@@ -11,9 +11,9 @@ from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import BlobError, BlobIntegrityError, HandoffError, TransferRefusedError
 from handoff_files.thread.results import SaveReceipt
 from handoff_files.thread.store import HandoffStore
-from handoff_files.transfer.blob_layout import sha256_hex
-from handoff_files.transfer.blobs import BlobStore
-from handoff_files.transfer.descriptor import Descriptor, parse_descriptor
+from handoff_files.transfers.blob_layout import sha256_hex
+from handoff_files.transfers.blobs import BlobStore
+from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
 
 __all__ = ["AdoptResult", "adopt_checkpoint", "verify_checkpoint"]
 

@@ -14,9 +14,9 @@ from handoff_files.foundation.atomic import read_bytes, write_durable
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffParseError, TransferRefusedError
 from handoff_files.thread.store import HandoffStore
-from handoff_files.transfer.adopt import adopt_checkpoint
-from handoff_files.transfer.blobs import BlobStore
-from handoff_files.transfer.export import handoff_checkpoint, store_of
+from handoff_files.transfers.adopt import adopt_checkpoint
+from handoff_files.transfers.blobs import BlobStore
+from handoff_files.transfers.export import handoff_checkpoint, store_of
 
 __all__ = ["PHASES", "Phase", "TransferResult", "transfer", "transferred_to"]
 
@@ -76,9 +76,9 @@ def transfer(
     """Hand a whole thread to another agent: summarize, bootstrap, terminate — in that order.
 
     1. **summarized**: export the newest sealed generation to *blobs*
-       (:func:`~handoff_files.transfer.export.handoff_checkpoint`).
+       (:func:`~handoff_files.transfers.export.handoff_checkpoint`).
     2. **bootstrapped**: adopt it as generation 1 of *target_dir*
-       (:func:`~handoff_files.transfer.adopt.adopt_checkpoint`: hash and seal checked first).
+       (:func:`~handoff_files.transfers.adopt.adopt_checkpoint`: hash and seal checked first).
     3. **terminated**: write ``transferred.json`` in the source (durably) and a "transferred"
        journal line; the source refuses saves from then on (``TransferRefusedError``).
 

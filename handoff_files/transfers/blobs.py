@@ -1,8 +1,8 @@
 """Blob stores: the protocol every store meets, and opening one by location (a folder or an fsspec URL).
 
-The stores themselves live in :mod:`~handoff_files.transfer.local_blobs` and
-:mod:`~handoff_files.transfer.remote`, the layout and packing they share in
-:mod:`~handoff_files.transfer.blob_layout`; their public names are re-exported here.
+The stores themselves live in :mod:`~handoff_files.transfers.local_blobs` and
+:mod:`~handoff_files.transfers.remote`, the layout and packing they share in
+:mod:`~handoff_files.transfers.blob_layout`; their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 from typing import Final, Protocol, runtime_checkable
 
 from handoff_files.foundation.errors import BlobError
-from handoff_files.transfer.blob_layout import (
+from handoff_files.transfers.blob_layout import (
     COMPRESS_OVER,
     COMPRESSED_SUFFIX,
     blob_path,
@@ -20,7 +20,7 @@ from handoff_files.transfer.blob_layout import (
     sha256_hex,
     unpack,
 )
-from handoff_files.transfer.local_blobs import LocalBlobStore
+from handoff_files.transfers.local_blobs import LocalBlobStore
 
 __all__ = [
     "BLOBS_ENV",
@@ -72,7 +72,7 @@ def open_blobs(location: str | os.PathLike[str] | None = None) -> BlobStore:
         msg = f"no blob store given: pass one (a folder or an fsspec URL) or set {BLOBS_ENV}"
         raise BlobError(_NO_STORE, msg)
     if "://" in text and not text.startswith("file://"):
-        from handoff_files.transfer.remote import FsspecBlobStore  # noqa: PLC0415 -- only remote stores pay for fsspec
+        from handoff_files.transfers.remote import FsspecBlobStore  # noqa: PLC0415 -- only remote stores pay for fsspec
 
         return FsspecBlobStore(text)
     return LocalBlobStore(text.removeprefix("file://"))
