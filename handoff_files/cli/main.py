@@ -1,41 +1,18 @@
 """The ``handoff`` command: its parser and ``main()`` (parse → one library call → render → exit code).
 
-Only argparse, the errors and the handlers (which import their library modules when they run)
-are loaded here, so ``handoff --version`` and ``handoff --help`` start fast.
+Only argparse and the errors are loaded here: a command's handler module (and, inside it, the
+library modules it uses) is imported when that command runs, so ``handoff --version`` and
+``handoff --help`` start fast.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from handoff_files.cli.commands import (
-    cmd_doctor,
-    cmd_export_context,
-    cmd_history,
-    cmd_import,
-    cmd_init,
-    cmd_log,
-    cmd_migrate,
-    cmd_run,
-    cmd_save,
-    cmd_seal,
-    cmd_show,
-    cmd_validate,
-)
-from handoff_files.cli.commands_transfer import (
-    cmd_adopt,
-    cmd_export,
-    cmd_inbox_accept,
-    cmd_inbox_complete,
-    cmd_inbox_list,
-    cmd_inbox_reject,
-    cmd_inbox_request,
-    cmd_inbox_status,
-)
-from handoff_files.cli.render import one_line
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
 
@@ -43,6 +20,19 @@ __all__ = ["build_parser", "main"]
 
 EXIT_OK: Final = 0
 EXIT_ERROR: Final = 1
+
+Handler = Callable[[argparse.Namespace], str]
+
+
+def _handler(module: str, name: str) -> Handler:
+    """The handler ``cmd_<name>`` of ``handoff_files.cli.<module>``, imported only when it runs."""
+
+    def run(args: argparse.Namespace) -> str:
+        handler: Handler = getattr(importlib.import_module(f"handoff_files.cli.{module}"), f"cmd_{name}")
+        return handler(args)
+
+    run.__name__ = f"cmd_{name}"
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,27 +66,43 @@ _Add = Callable[[str, Callable[[argparse.Namespace], str], str], argparse.Argume
 
 def _add_file_commands(add: _Add) -> None:
     """The subcommands that write, read, verify, seal and migrate a thread's handoffs."""
-    p = add("init", cmd_init, "create a thread directory (mode 0700) ready for saves")
+    p = add("init", _handler("commands", "init"), "create a thread directory (mode 0700) ready for saves")
     p.add_argument("dir", help="thread directory")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format (default: json)")
 
-    p = add("save", cmd_save, "seal the five layers from FILE (JSON or YAML; - or none: stdin) as the next generation")
+    p = add(
+        "save",
+        _handler("commands", "save"),
+        "seal the five layers from FILE (JSON or YAML; - or none: stdin) as the next generation",
+    )
     p.add_argument("dir", help="thread directory")
     p.add_argument("file", nargs="?", help="content file, JSON or YAML (default: stdin)")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
 
-    p = add("show", cmd_show, "show a handoff for a person taking over: narrative, warnings, priorities, state")
+    p = add(
+        "show",
+        _handler("commands", "show"),
+        "show a handoff for a person taking over: narrative, warnings, priorities, state",
+    )
     p.add_argument("path", help="thread directory (restored) or handoff file (loaded)")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
 
-    p = add("validate", cmd_validate, "verify handoff files; exit 1 if any fails, one line per bad file on stderr")
+    p = add(
+        "validate",
+        _handler("commands", "validate"),
+        "verify handoff files; exit 1 if any fails, one line per bad file on stderr",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="handoff files or thread directories")
     p.add_argument("--assume-version", metavar="V", help="the version of files that do not say")
 
-    p = add("seal", cmd_seal, "accept a person's edit of the primary as the next sealed generation")
+    p = add("seal", _handler("commands", "seal"), "accept a person's edit of the primary as the next sealed generation")
     p.add_argument("path", help="thread directory or its primary file")
 
-    p = add("migrate", cmd_migrate, "rewrite an older (0.8 or 1.0) handoff as the next sealed 2.0 generation")
+    p = add(
+        "migrate",
+        _handler("commands", "migrate"),
+        "rewrite an older (0.8 or 1.0) handoff as the next sealed 2.0 generation",
+    )
     p.add_argument("path", help="thread directory (its primary) or the older file inside it")
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
@@ -105,14 +111,20 @@ def _add_file_commands(add: _Add) -> None:
 def _add_context_commands(add: _Add) -> None:
     """The subcommands that convert a thread's context block to and from another framework's (SW4RM's)."""
     p = add(
-        "import", cmd_import, "save another framework's context FILE (- for stdin) as the next generation's context"
+        "import",
+        _handler("commands", "import"),
+        "save another framework's context FILE (- for stdin) as the next generation's context",
     )
     p.add_argument("--from", dest="source_format", choices=["sw4rm"], required=True, help="FILE's format")
     p.add_argument("file", help="context file (sw4rm: serialize_context bytes), or - for stdin")
     p.add_argument("dir", help="thread directory")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
 
-    p = add("export-context", cmd_export_context, "write a thread's context block in another framework's format")
+    p = add(
+        "export-context",
+        _handler("commands", "export_context"),
+        "write a thread's context block in another framework's format",
+    )
     p.add_argument("--to", dest="target_format", choices=["sw4rm"], required=True, help="output format")
     p.add_argument("dir", help="thread directory (restored) or handoff file")
     p.add_argument("-o", "--output", help="write exactly these bytes, durably, to FILE instead of stdout")
@@ -120,14 +132,22 @@ def _add_context_commands(add: _Add) -> None:
 
 def _add_care_commands(add: _Add) -> None:
     """The subcommands that look after a thread: check and repair it, read its journal, run its agent, list it."""
-    p = add("doctor", cmd_doctor, "check every channel of a thread and what a person can do; exit 1 on errors")
+    p = add(
+        "doctor",
+        _handler("commands", "doctor"),
+        "check every channel of a thread and what a person can do; exit 1 on errors",
+    )
     p.add_argument("dir", help="thread directory")
     p.add_argument("--repair", action="store_true", help="rebuild what can be rebuilt, and say what could not")
 
-    p = add("log", cmd_log, "show the thread's journal as a readable timeline")
+    p = add("log", _handler("commands", "log"), "show the thread's journal as a readable timeline")
     p.add_argument("dir", help="thread directory")
 
-    p = add("run", cmd_run, "run an agent on a thread: restart it when it dies, check it acknowledges its context")
+    p = add(
+        "run",
+        _handler("commands", "run"),
+        "run an agent on a thread: restart it when it dies, check it acknowledges its context",
+    )
     p.add_argument("dir", help="thread directory (HANDOFF_DIR in the agent's environment)")
     p.add_argument("--max-restarts", type=int, default=10, metavar="N", help="restarts before giving up (default 10)")
     p.add_argument(
@@ -140,14 +160,18 @@ def _add_care_commands(add: _Add) -> None:
     )
     p.add_argument("agent_command", nargs="+", metavar="COMMAND", help="the agent's command, after --")
 
-    p = add("history", cmd_history, "list a thread's generations, newest first, each verified")
+    p = add("history", _handler("commands", "history"), "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")
 
 
 def _add_transfer_commands(add: _Add) -> None:
     """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""
     blobs_help = "blob store: a folder or an fsspec URL such as s3://bucket/prefix (default: $HANDOFF_BLOBS)"
-    p = add("export", cmd_export, "hand a sealed generation to another agent: store its blob, print the descriptor")
+    p = add(
+        "export",
+        _handler("commands_transfer", "export"),
+        "hand a sealed generation to another agent: store its blob, print the descriptor",
+    )
     p.add_argument("dir", help="thread directory")
     p.add_argument("--to", metavar="AGENT", help="the agent meant to adopt it")
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
@@ -155,7 +179,11 @@ def _add_transfer_commands(add: _Add) -> None:
     p.add_argument("--summary", help="a line for the receiver (default: the narrative's first sentence, next step)")
     p.add_argument("-o", "--output", help="also write the descriptor, durably, to FILE")
 
-    p = add("adopt", cmd_adopt, "fetch a descriptor's blob, verify its sha256 and seal, start a new thread with it")
+    p = add(
+        "adopt",
+        _handler("commands_transfer", "adopt"),
+        "fetch a descriptor's blob, verify its sha256 and seal, start a new thread with it",
+    )
     p.add_argument("descriptor", help="descriptor file (JSON), or - for stdin")
     p.add_argument("new_dir", help="the new thread's directory (missing or empty)")
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
@@ -165,7 +193,11 @@ def _add_transfer_commands(add: _Add) -> None:
 
 def _add_inbox_commands(add: _Add) -> None:
     """``handoff inbox DIR ACTION``: the request lifecycle between agents, one action per inbox call."""
-    p = add("inbox", cmd_inbox_list, "ask another agent to take work over, and answer such requests (an inbox folder)")
+    p = add(
+        "inbox",
+        _handler("commands_transfer", "inbox_list"),
+        "ask another agent to take work over, and answer such requests (an inbox folder)",
+    )
     p.add_argument("dir", metavar="DIR", help="the inbox folder shared by the agents (created on the first request)")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
@@ -176,11 +208,19 @@ def _add_inbox_commands(add: _Add) -> None:
         q.set_defaults(func=func)
         return q
 
-    q = action("list", cmd_inbox_list, "list the pending requests (oldest first), or with --all every request")
+    q = action(
+        "list",
+        _handler("commands_transfer", "inbox_list"),
+        "list the pending requests (oldest first), or with --all every request",
+    )
     q.add_argument("--agent", metavar="A", help="only the requests addressed to agent A")
     q.add_argument("--all", action="store_true", help="every status, not only PENDING")
 
-    q = action("request", cmd_inbox_request, "ask agent B to take work over; prints the new request")
+    q = action(
+        "request",
+        _handler("commands_transfer", "inbox_request"),
+        "ask agent B to take work over; prints the new request",
+    )
     q.add_argument("--from", dest="from_agent", required=True, metavar="A", help="the asking agent")
     q.add_argument("--to", metavar="B", help="the agent asked (without it, --registry routes to a capable one)")
     q.add_argument("--reason", required=True, metavar="R", help="why, for the agent deciding")
@@ -195,15 +235,23 @@ def _add_inbox_commands(add: _Add) -> None:
 
     id_help = "the request's id (32 hex digits, as `list` shows it)"
     action(
-        "accept", cmd_inbox_accept, "accept a PENDING request (of racing agents, exactly one succeeds)"
+        "accept",
+        _handler("commands_transfer", "inbox_accept"),
+        "accept a PENDING request (of racing agents, exactly one succeeds)",
     ).add_argument("handoff_id", metavar="ID", help=id_help)
-    q = action("reject", cmd_inbox_reject, "reject a PENDING request, with a reason the requester will read")
+    q = action(
+        "reject",
+        _handler("commands_transfer", "inbox_reject"),
+        "reject a PENDING request, with a reason the requester will read",
+    )
     q.add_argument("handoff_id", metavar="ID", help=id_help)
     q.add_argument("--reason", required=True, metavar="R", help="why not")
-    action("complete", cmd_inbox_complete, "mark an ACCEPTED request COMPLETED: the work was taken over").add_argument(
-        "handoff_id", metavar="ID", help=id_help
-    )
-    action("status", cmd_inbox_status, "show one request in full").add_argument(
+    action(
+        "complete",
+        _handler("commands_transfer", "inbox_complete"),
+        "mark an ACCEPTED request COMPLETED: the work was taken over",
+    ).add_argument("handoff_id", metavar="ID", help=id_help)
+    action("status", _handler("commands_transfer", "inbox_status"), "show one request in full").add_argument(
         "handoff_id", metavar="ID", help=id_help
     )
 
@@ -219,10 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.failed = False
     try:
         output = args.func(args)
-    except HandoffError as exc:
-        print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as exc:  # the library wraps what it meets; this is the net under a path it never got to
+    except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
+        from handoff_files.cli.render import one_line  # noqa: PLC0415 -- only an error needs it
+
         print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     sys.stdout.write(output)
