@@ -25,7 +25,7 @@ __all__ = [
 
 GOAL_MET: Final = "PASS"
 GOAL_MISSED: Final = "MISSED"
-_PACKAGES: Final = ("orjson", "blake3", "pydantic", "filelock")
+_PACKAGES: Final = ("orjson", "blake3", "pydantic")
 
 
 def _cpuinfo() -> tuple[str, str]:

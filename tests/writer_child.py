@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(f"ACK {receipt.generation} {receipt.checksum}\n")
         sys.stdout.flush()
         if args.yield_every and (step - args.start + 1) % args.yield_every == 0:
-            # filelock polls every 50 ms, so a writer saving in a tight loop keeps re-taking the lock
+            # a waiting writer polls (up to every 20 ms), so a writer saving in a tight loop keeps re-taking the lock
             # before a waiting one looks again; sleeping past one poll lets the others in
             time.sleep(args.yield_seconds)
         step += 1

@@ -38,8 +38,8 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 #: in an strace log they mark where the save's own system calls begin and end.
 BEGIN_MARK: Final = "/torture-save-begins"
 END_MARK: Final = "/torture-save-ends"
-#: filelock polls every 50 ms, so a writer that saves in a tight loop re-takes the lock before a
-#: waiting one looks again; sleeping past one poll lets the others in.
+#: a waiting writer polls (backing off to every 20 ms), so a writer that saves in a tight loop
+#: re-takes the lock before a waiting one looks again; sleeping past one poll lets the others in.
 YIELD_SECONDS: Final = 0.06
 
 

@@ -35,13 +35,13 @@ SIZES: Final = (1000, 1000, 1000, 100_000)
 READS_PER_SAVE: Final = 100
 #: A holder is killed after every KILL_EVERY acknowledged saves (drawn anew each time).
 KILL_EVERY: Final = (10, 60)
-#: A writer sleeps past filelock's 50 ms poll after this many saves, so the lock changes hands.
+#: A writer sleeps past a waiter's longest poll (20 ms) after this many saves, so the lock changes hands.
 YIELD_EVERY: Final = 10
 PROGRESS_SECONDS: Final = 5.0
 
 
 def lock_holder(directory: Path) -> int | None:
-    """The pid holding the thread's writers' lock now, from ``/proc/locks`` (filelock takes a flock)."""
+    """The pid holding the thread's writers' lock now, from ``/proc/locks`` (the lock is a flock)."""
     try:
         st = (directory / ".lock").stat()
         table = Path("/proc/locks").read_text("ascii", "replace")

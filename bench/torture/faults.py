@@ -89,8 +89,8 @@ class Operation:
     def copy(self, name: str) -> Path:
         """A fresh copy of the template thread, in ``workdir/name/``.
 
-        Every copy must sit at the same depth: filelock resolves the lock's path one component
-        at a time (an ``lstat`` each), so a deeper thread would shift every later call's index.
+        Every copy must sit at the same depth, so that no path-dependent call shifts a later
+        call's index.
         """
         thread = self.workdir / name / THREAD
         shutil.copytree(self.template, thread, symlinks=True)
@@ -192,12 +192,8 @@ def plan(operations: list[Operation]) -> list[Case]:
 
 
 def _where(error: BaseException) -> str:
-    """The deepest frame of the traceback inside the library or filelock, as ``file:line``."""
-    frames = [
-        frame
-        for frame in traceback.extract_tb(error.__traceback__)
-        if "handoff_files" in frame.filename or "filelock" in frame.filename
-    ]
+    """The deepest frame of the traceback inside the library, as ``file:line``."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if "handoff_files" in frame.filename]
     if not frames:
         return "?"
     frame = frames[-1]

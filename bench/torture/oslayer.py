@@ -10,11 +10,11 @@ replaced, for the entering thread only, by wrappers that hand each call to :meth
 The disk underneath stays real: a call the layer does not fail is passed to the real function and
 really happens; a short write really writes the bytes it reports.
 
-What the wrappers reach: ``tempfile.mkstemp`` and filelock call ``os.open`` through the module;
+What the wrappers reach: ``tempfile.mkstemp`` and the writers' lock call ``os.open`` through the module;
 pathlib's ``exists``/``is_dir``/``is_symlink`` call ``os.stat``, its ``mkdir``/``unlink`` call
 ``os.mkdir``/``os.unlink``, ``os.path.realpath`` calls ``os.lstat``; pathlib's ``open`` and
 ``read_bytes`` call ``io.open``, whose file objects are wrapped so that their ``read`` and ``seek``
-pass through the layer too. Not reached: ``fcntl.flock`` (filelock's lock itself) and calls made
+pass through the layer too. Not reached: ``fcntl.flock`` (the writers' lock itself) and calls made
 from C without going through these module attributes.
 
 Three layers are built on it: the base :class:`Layer` counts and describes calls;
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: The ``os`` functions the layer replaces: every one the save, restore and acknowledge paths
-#: call (the library's own modules, tempfile, pathlib and filelock).
+#: call (the library's own modules, tempfile and pathlib).
 OS_CALLS: Final = (
     "open",
     "read",

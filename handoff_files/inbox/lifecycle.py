@@ -51,7 +51,7 @@ class HandoffInbox:
     """A shared inbox directory of handoff requests, safe for several processes.
 
     One human-readable JSON file per request, ``<directory>/requests/<handoff_id>.json``; every
-    change is read, checked and written (atomically and durably) under the filelock on
+    change is read, checked and written (atomically and durably) under the writers' lock (an flock) on
     ``<directory>/.lock``, so of several processes accepting one request exactly one wins. Reads
     take no lock. Every record returned is a fresh copy.
 

@@ -138,7 +138,14 @@ def _write(
     event: str,
     journal_first: bool,
 ) -> None:
-    """Write the sealed generation: history, primary, state.json and the journal line, in the durability's order."""
+    """Write the sealed generation: one commit point, then its copies.
+
+    Each durability has one commit point, the only write the receipt waits for: ``"full"``, the
+    generation's own file in ``history/`` (fdatasync, rename to a new name, directory fsync);
+    ``"journal"``, its document line in the journal (one fdatasync). The primary, ``state.json``
+    and the other channel follow without a flush: a crash may lose them, never the generation,
+    since restore takes the newest verified generation across primary, history and journal.
+    """
     generation: int = document["generation"]
     history_file = thread.layout.generation_file(generation, thread.format)
     journal = thread.journal
@@ -155,11 +162,10 @@ def _write(
             durability="journal",
             **summary,
         )
-    else:
-        # history first: once its copy is durable the generation exists (restore takes the newest
-        # verified generation of primary and history); a separate copy, not a hard link, so a
-        # person editing the primary in place can never alter the sealed generation
-        write_durable(history_file, data)
+    # a separate copy in history/, not a hard link, so a person editing the primary in place can
+    # never alter the sealed generation; under "full" it is the commit point: once it is durable
+    # the generation exists, and it is a new name, so its rename flushes nothing else
+    write_durable(history_file, data, sync=not journal_first)
     mirror = mirror_bytes(
         generation=generation,
         seal=seal_text,
@@ -170,14 +176,12 @@ def _write(
         saves=head.saves + 1,
         last_restore=None,
     )
-    if journal_first:
-        write_durable(history_file, data, sync=False)
-    # the primary and state.json share one directory fsync
-    write_durable_together([(thread.primary, data), (thread.layout.mirror, mirror)], sync=not journal_first)
+    # the copies a person and a restart read first: atomic for readers, not flushed
+    write_durable_together([(thread.primary, data), (thread.layout.mirror, mirror)], sync=False)
     if not journal_first:
         # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
         # "migrated" (an older file rewritten) or "adopted"; each carries the summary a rebuild reads
-        journal.append(event, generation=generation, seal=seal_text, **summary)
+        journal.append(event, generation=generation, seal=seal_text, sync=False, **summary)
     _prune(thread, [(generation, history_file.name), *listing])
 
 

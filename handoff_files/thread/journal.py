@@ -166,6 +166,7 @@ class Journal:
         summary: str,
         before_rotate: Callable[[], None] | None = None,
         document: dict[str, Any] | None = None,
+        sync: bool = True,
         **extra: Any,
     ) -> Entry:
         """Append one event line durably; a torn last line left by a crash is cut off first.
@@ -177,6 +178,8 @@ class Journal:
         :param document: a journal-first save's whole sealed document: written as a "document"
             line just before the event line, in the same write and the same fdatasync. Only the
             event line after it commits it; a reader parses the long line only when it needs it.
+        :param sync: False skips the fdatasync: for a full save's line, whose generation is already
+            durable in ``history/`` (a crash may lose the line, never the generation).
         :raises HandoffWriteError: if the lines cannot be written and synced.
         """
         entry = Entry(event, iso_z(), generation, seal, " ".join(summary.split())[:300], extra)
@@ -199,11 +202,12 @@ class Journal:
                     created = True
                     fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
                 write_all(fd, line)
-                os.fdatasync(fd)
+                if sync:
+                    os.fdatasync(fd)
             finally:
                 if fd >= 0:
                     os.close(fd)
-            if created:
+            if created and sync:
                 fsync_dir(self.path.parent)  # a new file's name is durable only with its directory's
         except OSError as exc:
             msg = f"cannot append to the journal: {exc.strerror or exc}"

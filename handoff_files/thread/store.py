@@ -213,7 +213,7 @@ class HandoffStore:
         :raises HandoffError: as :meth:`restore` (other than ``NoHandoffError``) and :meth:`save` do.
         """
         self.init()
-        with self.locked():  # filelock is reentrant: save() takes it again inside
+        with self.locked():  # the lock is re-entrant: save() takes it again inside
             try:
                 restored: Restored | None = self.restore()
             except NoHandoffError:

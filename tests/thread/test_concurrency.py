@@ -27,7 +27,7 @@ def _start_writers(
         for number in range(1, writers + 1):
             name = f"w{number}"
             options = ["--writer", name, "--count", str(count), "--keep", str(KEEP), "--sizes", sizes, "--wait-for-go"]
-            # yield the lock every few saves: filelock's 50 ms poll would otherwise let one writer
+            # yield the lock every few saves: a waiter's poll would otherwise let one writer
             # run dozens of saves in a row, and the lock would change hands only a handful of times
             options += ["--yield-every", "10"]
             started[name] = WriterProcess(python, directory, options, env, log_file)

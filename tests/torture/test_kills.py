@@ -60,11 +60,23 @@ def test_kills_part_kills_writers_mid_save_and_loses_nothing(
     assert _number(row.notes, "kills left temp files") > 0, row.notes
 
 
-def test_syscalls_part_kills_a_save_at_every_system_call_and_loses_nothing(tmp_path: Path) -> None:
-    row = syscalls.run(_options(tmp_path, 0))  # 0: every point of every scenario
+@pytest.mark.parametrize(
+    ("durability", "calls"),
+    [
+        # a full save's commit point is its history file: fsync, rename, directory fsync
+        pytest.param("full", ("openat", "write", "fsync", "rename", "flock", "mkdir"), id="full"),
+        # a journal-first save's is one fdatasync of its journal lines
+        pytest.param("journal", ("openat", "write", "fdatasync", "rename", "flock", "mkdir"), id="journal"),
+    ],
+)
+def test_syscalls_part_kills_a_save_at_every_system_call_and_loses_nothing(
+    tmp_path: Path, durability: Literal["full", "journal"], calls: tuple[str, ...]
+) -> None:
+    row = syscalls.run(_options(tmp_path, 0, durability))  # 0: every point of every scenario
     assert row.ok, row.failures
-    assert row.kills == row.cases > 200
-    for call in ("openat", "write", "fsync", "rename", "fdatasync", "flock", "mkdir"):
+    # one commit point per save and a held lock descriptor left ~180 points in full mode (there were ~260)
+    assert row.kills == row.cases > 150
+    for call in calls:
         assert re.search(rf"\b{call} \d", row.notes), f"no {call} among the points: {row.notes}"
 
 

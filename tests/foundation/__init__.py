@@ -1,0 +1,1 @@
+"""Tests of the foundation layer: the writers' lock."""
