@@ -130,8 +130,9 @@ JsonMap = Annotated[dict[str, Any], Field(max_length=MAX_MAP_KEYS), AfterValidat
 
 
 class _Strict(BaseModel):
-    # strict: no "1" for 1, no unknown keys, no NaN; frozen: callers get values, not live internals
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+    # strict: no "1" for 1, no unknown keys, no NaN; frozen: callers get values, not live internals;
+    # defer_build: a validator is built when first used, so an import builds none and a restore one
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 class State(_Strict):
@@ -230,10 +231,26 @@ class Seal(_Strict):
         return f"{self.algorithm}:{self.digest}"
 
 
+# the defaults as the committed schema states them (a default_factory has none to show)
+_STATE_DEFAULT: Final = {
+    "session_id": None,
+    "timestamp": None,
+    "active_tasks": [],
+    "completed_tasks": [],
+    "blocked_tasks": [],
+    "environment": {},
+    "error_count": 0,
+    "energy_level": 1.0,
+    "data": {},
+}
+_LINEAGE_DEFAULT: Final = {"adopted_from": None, "migrated_from": None}
+
+
 class HandoffContent(_Strict):
     """The five layers (and optional context): what an agent passes to ``save``."""
 
-    state: State = State()
+    # built on first use (defer_build), not at import: a restart pays only for the validator it runs
+    state: State = Field(default_factory=State, json_schema_extra={"default": _STATE_DEFAULT})
     narrative: Annotated[str, StringConstraints(max_length=MAX_NARRATIVE)] = ""
     decisions: Annotated[list[Decision], Field(max_length=MAX_ITEMS)] = []
     priorities: Annotated[list[Priority], Field(max_length=MAX_ITEMS)] = []
@@ -250,7 +267,7 @@ class Handoff(HandoffContent):
     generation: Annotated[int, Field(ge=1, le=MAX_INT)]
     created_at: Annotated[AwareDatetime, Field(strict=False)]
     parent: Digest | None = None
-    lineage: Lineage = Lineage()
+    lineage: Lineage = Field(default_factory=Lineage, json_schema_extra={"default": _LINEAGE_DEFAULT})
     seal: Seal | None = None
 
     def content(self) -> HandoffContent:

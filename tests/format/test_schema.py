@@ -30,3 +30,11 @@ def test_a_saved_handoff_validates_against_the_schema(thread_dir: Path) -> None:
     )
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     jsonschema.validate(json.loads(receipt.path.read_text(encoding="utf-8")), schema)
+
+
+def test_the_schemas_stated_defaults_are_the_models_own() -> None:
+    """state and lineage default through a factory (built on first use); the schema states what it makes."""
+    from handoff_files.format import model
+
+    assert model.State().model_dump(mode="json") == model._STATE_DEFAULT
+    assert model.Lineage().model_dump(mode="json") == model._LINEAGE_DEFAULT
