@@ -12,6 +12,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
     ValidationInfo,
 )
@@ -232,7 +233,7 @@ class Seal(_Strict):
 
 
 # the defaults as the committed schema states them (a default_factory has none to show)
-_STATE_DEFAULT: Final = {
+_STATE_DEFAULT: Final[dict[str, JsonValue]] = {
     "session_id": None,
     "timestamp": None,
     "active_tasks": [],
@@ -243,7 +244,7 @@ _STATE_DEFAULT: Final = {
     "energy_level": 1.0,
     "data": {},
 }
-_LINEAGE_DEFAULT: Final = {"adopted_from": None, "migrated_from": None}
+_LINEAGE_DEFAULT: Final[dict[str, JsonValue]] = {"adopted_from": None, "migrated_from": None}
 
 
 class HandoffContent(_Strict):
