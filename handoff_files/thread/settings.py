@@ -17,8 +17,9 @@ from handoff_files.thread.layout import EXTENSIONS, ThreadDir
 
 __all__ = ["DURABILITIES", "Durability", "ThreadSettings", "check_durability", "choose_format"]
 
-#: When a save is acknowledged. ``"full"``: once its copy in ``history/`` is durable, then the
-#: primary, ``state.json`` and the journal line too (five fsyncs). ``"journal"``: once one
+#: When a save is acknowledged. ``"full"``: once its copy in ``history/`` is durable (file and
+#: directory fsync); the primary, ``state.json`` and the journal line follow unflushed, and a
+#: restore takes ``history/`` when they did not survive a crash. ``"journal"``: once one
 #: journal line holding the whole sealed document is durable (one fsync, as a database's
 #: write-ahead log commits); the files are then written without fsync, and a restore takes the
 #: journal's document when they did not survive a crash.

@@ -187,8 +187,8 @@ class HandoffStore:
         :param content: a :class:`Handoff` (its layers are taken, its envelope replaced), a
             :class:`HandoffContent`, or a mapping of the five layers (and optionally ``context``).
         :param durability: this save's, instead of the store's (see :data:`Durability`).
-        :returns: the receipt, once the generation is on disk (with ``"full"``, every file and
-            directory entry; with ``"journal"``, its journal line).
+        :returns: the receipt, once the generation is on disk (with ``"full"``, its file in
+            ``history/`` and that file's directory entry; with ``"journal"``, its journal line).
         :raises HandoffValidationError: if the content is not five valid layers.
         :raises HandoffLockedError: if another writer holds the lock past the timeout.
         :raises HandoffWriteError: if the disk refuses; the previous generation stays intact.
