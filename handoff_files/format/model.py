@@ -79,11 +79,14 @@ def _plain_json(value: dict[str, Any]) -> bool:
     NaN and Infinity encode as null and so read back unequal. About 5x faster than the walk.
     """
     try:
-        if orjson.loads(orjson.dumps(value)) != value:
+        encoded = orjson.dumps(value)
+        if orjson.loads(encoded) != value:
             return False
     except (TypeError, ValueError, RecursionError):  # orjson's errors are TypeError/ValueError subclasses
         return False
-    return _shallow_enough(value, 1)
+    # too deep needs a non-empty container at depth MAX_DATA_DEPTH: that many bracket pairs and
+    # an element, over 2 * MAX_DATA_DEPTH bytes; most trees (a message's metadata) are shorter
+    return len(encoded) <= 2 * MAX_DATA_DEPTH or _shallow_enough(value, 1)
 
 
 def _shallow_enough(value: dict[str, Any] | list[Any], depth: int) -> bool:

@@ -72,3 +72,19 @@ def test_the_deepest_allowed_tree_passes_both() -> None:
     tree = _nested(MAX_DATA_DEPTH - 1)
     assert _walk_accepts(tree)
     assert _plain_json(tree)
+
+
+def _lists(depth: int, leaf: list[Any]) -> dict[str, Any]:
+    """The tersest tree of *depth* levels (the top map included): lists in lists, *leaf* innermost."""
+    inner: list[Any] = leaf
+    for _ in range(depth - 2):
+        inner = [inner]
+    return {"": inner}
+
+
+@pytest.mark.parametrize("depth", range(MAX_DATA_DEPTH - 2, MAX_DATA_DEPTH + 3))
+@pytest.mark.parametrize("leaf", [pytest.param([], id="empty"), pytest.param([0], id="one-element")])
+def test_the_fast_checks_length_bound_agrees_with_the_walk_at_the_depth_limit(depth: int, leaf: list[Any]) -> None:
+    """Trees of a few bytes skip the depth walk: the tersest trees around the limit show the bound is exact."""
+    tree = _lists(depth, leaf)
+    assert _plain_json(tree) == _walk_accepts(tree)
