@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bench.bench_import import _unpack
+from bench.bench_import import _runner, _unpack
 from bench.fresh import ROOT
 from bench.report import machine_facts, markdown_table, run_kind, text_table, write_report
 from bench.timing import Sample, interleaved
@@ -191,27 +191,16 @@ def _fresh_in_worker(found: dict[str, Any], rounds: int, out: Path) -> None:
     at = found["sizes"]["100 KB"]
     small = found["sizes"]["1 KB"]  # the command line is timed on a small thread
     cases: dict[str, Callable[[], object]] = {
-        "pass": _timed_run([sys.executable, "-c", "pass"], env, tree),
-        "restore": _timed_run([sys.executable, "-c", FRESH_RESTORE, at["thread"]], env, tree),
-        "get_tuple": _timed_run([sys.executable, "-c", FRESH_GET_TUPLE, at["database"], THREAD_ID], env, tree),
-        "handoff --version": _timed_run([sys.executable, "-m", "handoff_files", "--version"], env, tree),
-        "handoff show": _timed_run([sys.executable, "-m", "handoff_files", "show", small["thread"]], env, tree),
-        "pydantic + equivalent model": _timed_run([sys.executable, "-c", REFERENCE_SHOW, small["primary"]], env, tree),
+        "pass": _runner([sys.executable, "-c", "pass"], env, tree),
+        "restore": _runner([sys.executable, "-c", FRESH_RESTORE, at["thread"]], env, tree),
+        "get_tuple": _runner([sys.executable, "-c", FRESH_GET_TUPLE, at["database"], THREAD_ID], env, tree),
+        "handoff --version": _runner([sys.executable, "-m", "handoff_files", "--version"], env, tree),
+        "handoff show": _runner([sys.executable, "-m", "handoff_files", "show", small["thread"]], env, tree),
+        "pydantic + equivalent model": _runner([sys.executable, "-c", REFERENCE_SHOW, small["primary"]], env, tree),
     }
     fresh = interleaved(cases, repeats=max(rounds, 3), warmup=1)
     found["fresh"] = _samples_json(fresh)
     out.write_text(json.dumps(found), encoding="utf-8")
-
-
-def _timed_run(argv: list[str], env: dict[str, str], cwd: Path) -> Callable[[], None]:
-    # the tree's own folder as the working directory: -c and -m put it first on sys.path
-    def run() -> None:
-        done = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-        if done.returncode:
-            msg = f"{argv[:4]} exited {done.returncode}: {done.stderr.decode(errors='replace')[-1500:]}"
-            raise RuntimeError(msg)
-
-    return run
 
 
 # -- the parent: both trees, one table ------------------------------------------------------------
