@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -27,13 +26,15 @@ from bench.timing import Sample, interleaved
 from bench.workload import SIZES, build_content
 from handoff_files.format import content as content_module
 from handoff_files.format import loader
+from handoff_files.format import model as model_module
 from handoff_files.format import seal as sealing
-from handoff_files.foundation import atomic
+from handoff_files.foundation import atomic, swap
 from handoff_files.foundation.lock import WriterLock
 from handoff_files.thread import commit as commit_module
 from handoff_files.thread import head as head_module
 from handoff_files.thread import store as store_module
 from handoff_files.thread.head import HeadTracker
+from handoff_files.thread.journal import Journal
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.store import DEFAULT_KEEP, HISTORY_DIR, HandoffStore
 
@@ -72,10 +73,16 @@ def _instrument(probe: Probe) -> None:
     probe.wrap(sealing, "digest", "hash")
     probe.wrap(sealing, "matches", "hash + compare")
     probe.wrap(commit_module, "render", "render")
+    probe.wrap(model_module, "_plain_json", "free-form trees: orjson round trip", merge=True)
+    probe.wrap(Journal, "append", "journal append", own="encode the line, cut a torn tail")
     probe.wrap(commit_module, "write_durable", "write_durable", hint=_where)
-    probe.wrap(tempfile, "mkstemp", "mkstemp")
+    probe.wrap(commit_module, "write_durable_together", "write primary + state.json (not flushed)")
+    probe.wrap(atomic, "_temp_beside", "create temp file")
     probe.wrap(atomic, "write_all", "write")
     probe.wrap(os, "fsync", "fsync")
+    probe.wrap(os, "fdatasync", "fdatasync")
+    probe.wrap(atomic, "put_in_place", "put in place")
+    probe.wrap(swap, "exchange", "exchange names (renameat2)")
     probe.wrap(os, "replace", "rename (os.replace)")
     probe.wrap(os, "link", "link")
     probe.wrap(atomic, "fsync_dir", "fsync dir", hint=_where, own="open + close")
@@ -86,8 +93,8 @@ def _instrument(probe: Probe) -> None:
     probe.wrap(loader, "parse", "parse", own="compare with the re-render, depth and format checks")
     probe.wrap(loader, "check_version", "check_version")
     probe.wrap(loader, "_seal_matches", "verify seal")
-    probe.wrap(orjson, "loads", "orjson.loads")
-    probe.wrap(orjson, "dumps", "orjson.dumps")
+    probe.wrap(orjson, "loads", "orjson.loads", merge=True)
+    probe.wrap(orjson, "dumps", "orjson.dumps", merge=True)
 
 
 def _load_without_gc(path: Path) -> None:
@@ -197,14 +204,15 @@ def _extra_rows(extras: Sequence[Mapping[str, Sample]]) -> list[list[str]]:
 
 
 _NOTES: Final = """\
-Each tree is the real call under a probe that wraps the library's internals and the primitives
-under them (`tempfile.mkstemp`, `os.fsync`, `os.replace`, `os.link`, `os.listdir`, `os.unlink`,
-`orjson.loads`/`dumps`). Every row is the median over the passes of the time spent in that call,
-children included; its share is of the median of the whole call. A `· self` row is the time a
-call spends outside the calls wrapped under it (for `validate content`: pydantic validation; for
-`load()`: `Handoff.model_validate`), shown where it reaches 1% at some size. Medians do not add
-up exactly. A name called twice under one parent shows as `name #2`. `gc.collect()` runs before
-every pass; the collector stays on. Each round records one probed save and one probed load,
+Each tree is the real call under a probe that wraps the library's internals and the primitives under
+them (the temp file's creation, `os.fsync`/`fdatasync`, the name exchange, `os.replace`, `os.link`,
+`os.listdir`, `os.unlink`, `orjson.loads`/`dumps`). Every row is the median over the passes of the
+time spent in that call, children included; its share is of the median of the whole call. A `· self`
+row is the time a call spends outside the calls wrapped under it (for `validate content`: pydantic
+validation; for `load()`: `Handoff.model_validate`), shown where it reaches 1% at some size. Medians
+do not add up exactly. A name called twice under one parent shows as `name #2`, except calls made
+once per item (the free-form trees' round trip, orjson), which share one row. `gc.collect()` runs
+before every pass; the collector stays on. Each round records one probed save and one probed load,
 then times the comparison rows with the probe removed, in rotating order: a slow stretch of the
 shared machine lands on the trees and on the comparisons alike.
 """

@@ -75,6 +75,7 @@ class Probe:
 
     def __init__(self) -> None:
         self._patches: list[tuple[object, str, object, object]] = []  # owner, attr, original, wrapper
+        self._merged: set[str] = set()  # names whose calls under one parent share a node
         self._stack: list[_Frame] = []
         self._total: dict[Key, int] = {}
         self._own: dict[Key, int] = {}
@@ -121,11 +122,14 @@ class Probe:
         *,
         hint: Callable[[Sequence[Any]], str] | None = None,
         own: str | None = None,
+        merge: bool = False,
     ) -> None:
         """Time every call of ``owner.attr`` as a node named *label* (default: *attr*).
 
         :param hint: names the node from the call's arguments (which file a write went to).
         :param own: what the node's own time (outside its wrapped children) is, for the report.
+        :param merge: charge every call under one parent to one node (a call made once per
+            message, say), instead of a node per call (``name #2`` …).
         """
         original = self._original(owner, attr)
         if original is None:
@@ -133,6 +137,8 @@ class Probe:
         name = label or attr
         if own is not None:
             self._own_labels[name] = own
+        if merge:
+            self._merged.add(name)
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -163,7 +169,7 @@ class Probe:
         parent = self._stack[-1]
         count = parent.seen.get(name, 0) + 1
         parent.seen[name] = count
-        key = (*parent.key, name if count == 1 else f"{name} #{count}")
+        key = (*parent.key, name if count == 1 or name in self._merged else f"{name} #{count}")
         if key not in self._known:
             self._known.add(key)
             self._order.append(key)

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, Self
 
+from handoff_files.foundation import swap
+
 __all__ = [
     "DIR",
     "ERRNOS",
@@ -78,10 +80,16 @@ OS_CALLS: Final = (
     "fstat",
     "fchmod",
 )
+#: Calls the library makes through its own module rather than ``os``: the name-exchange primitive
+#: (``renameat2`` through ctypes, which no ``os`` attribute reaches).
+LIBRARY_CALLS: Final = {"exchange": swap}
 #: The calls made through ``io.open`` (pathlib's ``open`` and ``read_bytes``) and its file objects.
 FILE_CALLS: Final = ("io.open", "file.read", "file.seek")
 #: The real functions, taken before any layer replaces them: the layer's own bookkeeping uses these.
-REAL: Final[dict[str, Callable[..., Any]]] = {name: getattr(os, name) for name in OS_CALLS}
+REAL: Final[dict[str, Callable[..., Any]]] = {
+    **{name: getattr(os, name) for name in OS_CALLS},
+    **{name: getattr(module, name) for name, module in LIBRARY_CALLS.items()},
+}
 _REAL_IO_OPEN: Final = io.open
 
 FaultKind = Literal["ENOSPC", "EIO", "EROFS", "short-write"]
@@ -89,7 +97,7 @@ FaultKind = Literal["ENOSPC", "EIO", "EROFS", "short-write"]
 FAULT_KINDS: Final[tuple[FaultKind, ...]] = ("ENOSPC", "EIO", "EROFS", "short-write")
 ERRNOS: Final[dict[str, int]] = {"ENOSPC": errno.ENOSPC, "EIO": errno.EIO, "EROFS": errno.EROFS}
 _WRITES: Final = frozenset({"write", "pwrite"})
-_TWO_PATHS: Final = frozenset({"replace", "rename", "link"})
+_TWO_PATHS: Final = frozenset({"replace", "rename", "link", "exchange"})
 
 _lock = threading.Lock()
 _active: Layer | None = None
@@ -214,6 +222,8 @@ class Layer:
         self._owner = threading.get_ident()
         for name in OS_CALLS:
             setattr(os, name, self._wrap(name))
+        for name, module in LIBRARY_CALLS.items():
+            setattr(module, name, self._wrap(name))
         setattr(io, "open", self._io_open)  # noqa: B010 -- assigning io.open directly upsets the type checker
         return self
 
@@ -221,6 +231,8 @@ class Layer:
         global _active  # noqa: PLW0603 -- see __enter__
         for name in OS_CALLS:
             setattr(os, name, REAL[name])
+        for name, module in LIBRARY_CALLS.items():
+            setattr(module, name, REAL[name])
         setattr(io, "open", _REAL_IO_OPEN)  # noqa: B010 -- see __enter__
         self._owner = None
         with _lock:
@@ -311,10 +323,11 @@ Broken = Literal["no-dir-fsync", "no-file-fsync"]
 class Op:
     """One filesystem operation a :class:`Recorder` saw."""
 
-    kind: Literal["create", "mkdir", "rename", "link", "unlink", "write", "truncate", "sync"]
-    path: str = ""  # create, mkdir, unlink: the name; rename, link: the source; sync of a directory: it
-    dest: str = ""  # rename, link: the new name
+    kind: Literal["create", "mkdir", "rename", "exchange", "link", "unlink", "write", "truncate", "sync"]
+    path: str = ""  # create, mkdir, unlink: the name; rename, exchange, link: the source; sync of a directory: it
+    dest: str = ""  # rename, exchange, link: the new name
     inode: int = DIR  # the file it is about (DIR for a directory's sync)
+    other: int = DIR  # exchange: the file that was at dest (it ends up at path)
     offset: int = 0  # write: where; truncate: the new length
     data: bytes = b""  # write: the bytes the call wrote
     extends: bool = False  # write: whether it grew the file when it was made
@@ -322,11 +335,11 @@ class Op:
     @property
     def namespace(self) -> bool:
         """Whether a directory fsync (not a file fsync) makes it durable."""
-        return self.kind in ("create", "mkdir", "rename", "link", "unlink")
+        return self.kind in ("create", "mkdir", "rename", "exchange", "link", "unlink")
 
     def directories(self) -> tuple[str, ...]:
         """The directories whose fsync a namespace operation waits for."""
-        if self.kind in ("rename", "link"):
+        if self.kind in ("rename", "exchange", "link"):
             return tuple(dict.fromkeys((parent(self.path), parent(self.dest))))
         return (parent(self.path),)
 
@@ -383,6 +396,8 @@ class Recorder(Layer):
             if op.kind == "rename":
                 del self.tree[op.path]
             self.tree[op.dest] = op.inode
+        elif op.kind == "exchange":
+            self.tree[op.path], self.tree[op.dest] = op.other, op.inode
         elif op.kind == "unlink":
             del self.tree[op.path]
         elif op.kind == "write":
@@ -473,6 +488,19 @@ class Recorder(Layer):
                 msg = f"renaming a directory is not modelled: {source}"
                 raise RuntimeError(msg)
             self._log(Op(kind, source, dest, inode=self.tree[source]))
+        return result
+
+    def _on_exchange(self, call: Call, real: Callable[..., Any]) -> Any:
+        first, second = (self._relative(path) for path in call.args[:2])
+        if first is None or second is None:
+            msg = f"an exchange outside the traced root is not modelled: {call.args[:2]}"
+            raise RuntimeError(msg)
+        inodes = self.tree.get(first), self.tree.get(second)
+        result = real(*call.args, **call.kwargs)  # raises (and logs nothing) when a name is missing
+        if DIR in inodes:
+            msg = f"exchanging a directory is not modelled: {first}, {second}"
+            raise RuntimeError(msg)
+        self._log(Op("exchange", first, second, inode=inodes[0] or 0, other=inodes[1] or 0))
         return result
 
     def _on_unlink(self, call: Call, real: Callable[..., Any]) -> Any:

@@ -2,7 +2,7 @@
 
 The write path is traced, not guessed: real saves run on a real directory through a
 :class:`Recorder` (an :class:`~bench.torture.oslayer.Layer`), which logs each filesystem operation
-(create, mkdir, write and pwrite with their offsets and bytes, ftruncate, rename/replace, link,
+(create, mkdir, write and pwrite with their offsets and bytes, ftruncate, rename/replace, exchange, link,
 unlink, and fsync/fdatasync of a file or of a directory) and the moments saves were acknowledged
 (``save()`` returned). The disk model, in the manner of the ALICE and CrashMonkey studies:
 
@@ -170,6 +170,12 @@ class Disk:
                 del self.names[op.path]
             self.names[op.dest] = op.inode
             self.data.setdefault(op.inode, b"")
+        elif op.kind == "exchange":
+            if self.names.get(parent(op.dest)) != DIR or self.names.get(parent(op.path)) != DIR:
+                return
+            self.names[op.path], self.names[op.dest] = op.other, op.inode
+            self.data.setdefault(op.inode, b"")
+            self.data.setdefault(op.other, b"")
         elif op.kind == "unlink" and self.names.get(op.path) == op.inode:
             del self.names[op.path]
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 from typing import Final
 
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffTooLargeError, HandoffWriteError
+from handoff_files.foundation.swap import put_in_place
 
 __all__ = [
     "TEMP_SUFFIX",
@@ -68,10 +69,28 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """Create a new temp file for *path* in its directory (mode 0600): ``(fd, name)``.
+
+    ``tempfile.mkstemp``'s name and flags, without its per-call overhead (a third of a 1 KB save's
+    time in Python): 40 random bits per try, O_EXCL, and no symlink followed.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        token = base64.b32encode(os.urandom(5)).decode("ascii").lower()
+        name = os.path.join(path.parent, f".{path.name}.{token}{TEMP_SUFFIX}")  # noqa: PTH118 -- a str for os calls
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temp file name", str(path.parent))
+
+
 def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Write *data* to *path* atomically and durably; return only when it is on disk.
 
-    Temp file in the same directory (mode 0600) → write every byte → fsync → ``os.replace``
+    Temp file in the same directory (mode 0600) → write every byte → fsync → put it in place
+    (an atomic exchange of names, or ``os.replace``: see :mod:`~handoff_files.foundation.swap`)
     → fsync the directory. Readers see the old file or the new one, never a mix. On failure
     the temp file is removed and the target is untouched (or, if only the final directory
     fsync failed, replaced but not known to be durable: the error says so).
@@ -82,7 +101,7 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
     :raises HandoffWriteError: on any OS error, naming the path and the errno.
     """
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+        fd, tmp = _temp_beside(path)
     except OSError as exc:
         msg = f"cannot create a temp file beside it: {exc.strerror or exc}"
         raise HandoffWriteError(path, msg) from exc
@@ -95,7 +114,7 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        put_in_place(tmp, path)
         replaced = True
         # fsync the directory: the rename is not durable until its entry is
         if sync:
@@ -128,7 +147,7 @@ def write_durable_together(files: list[tuple[Path, bytes]], *, sync: bool = True
     temps: list[tuple[str, Path]] = []
     try:
         for path, data in files:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
+            fd, tmp = _temp_beside(path)
             temps.append((tmp, path))
             try:
                 write_all(fd, data)
@@ -138,7 +157,7 @@ def write_durable_together(files: list[tuple[Path, bytes]], *, sync: bool = True
                 os.close(fd)
         while temps:
             tmp, path = temps[0]
-            os.replace(tmp, path)
+            put_in_place(tmp, path)
             temps.pop(0)
         if sync:
             fsync_dir(directory)

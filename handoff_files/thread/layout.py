@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import cached_property
 from pathlib import Path
 from typing import Final
 
@@ -51,7 +52,8 @@ def generation_of(name: str) -> int | None:
 class ThreadDir:
     """The paths of one thread directory, and the listings every part of the package asks of it.
 
-    Nothing here reads a handoff or takes the lock: this knows names, not content.
+    Nothing here reads a handoff or takes the lock: this knows names, not content. The paths are
+    worked out once (a save asks for them a dozen times).
 
     :param path: the thread directory (it need not exist yet).
     """
@@ -68,27 +70,27 @@ class ThreadDir:
         """The primary file in *fmt*: the latest sealed handoff."""
         return self.path / f"{PRIMARY_STEM}{EXTENSIONS[fmt]}"
 
-    @property
+    @cached_property
     def history_dir(self) -> Path:
         """``history/``: the last sealed generations, immutable."""
         return self.path / HISTORY_DIR
 
-    @property
+    @cached_property
     def mirror(self) -> Path:
         """``state.json``."""
         return self.path / MIRROR_NAME
 
-    @property
+    @cached_property
     def journal(self) -> Path:
         """``journal.jsonl``."""
         return self.path / JOURNAL_NAME
 
-    @property
+    @cached_property
     def previous_journal(self) -> Path:
         """``journal.1.jsonl``: the journal's older lines after a rotation."""
         return self.path / PREVIOUS_JOURNAL_NAME
 
-    @property
+    @cached_property
     def transferred(self) -> Path:
         """``transferred.json``: present once the thread was handed on and closed."""
         return self.path / TRANSFERRED_NAME

@@ -17,7 +17,7 @@ import handoff_files.thread.journal
 from bench.torture import Options, Row
 from bench.torture import faults as torture_faults
 from bench.torture.faults import Case, Operation, Outcome, check_case
-from bench.torture.oslayer import REAL, FaultKind, FaultLayer, Layer
+from bench.torture.oslayer import LIBRARY_CALLS, REAL, FaultKind, FaultLayer, Layer
 from handoff_files import HandoffStore, Restored, load
 from handoff_files.thread.layout import ThreadDir
 from tests.writer_child import content
@@ -27,12 +27,15 @@ from tests.writer_child import content
 
 def test_layer_passes_every_call_to_the_real_disk_and_logs_it(tmp_path: Path) -> None:
     with Layer() as layer:
-        receipt = HandoffStore(tmp_path / "t").save(content("w", 1, 10))
+        store = HandoffStore(tmp_path / "t")
+        store.save(content("w", 1, 10))
+        receipt = store.save(content("w", 2, 10))  # the primary exists now: put in place by an exchange
     names = layer.names()
-    for expected in ("open", "write", "fsync", "replace", "close", "listdir", "stat"):
+    for expected in ("open", "write", "fsync", "replace", "exchange", "close", "listdir", "stat"):
         assert expected in names, f"{expected} was not routed through the layer"
-    assert load(receipt.path).generation == 1
-    assert all(getattr(os, name) is REAL[name] for name in REAL), "the real functions are back"
+    assert load(receipt.path).generation == 2
+    modules = {name: LIBRARY_CALLS.get(name, os) for name in REAL}
+    assert all(getattr(modules[name], name) is REAL[name] for name in REAL), "the real functions are back"
 
 
 def test_layer_routes_pathlib_reads_through_io_open_and_its_file_objects(tmp_path: Path) -> None:
