@@ -40,8 +40,13 @@ EVENTS: Final = frozenset(
 #: The journal events that record a new generation.
 SAVE_EVENTS: Final = ("saved", "sealed", "migrated", "adopted")
 #: Past this size the journal is rotated: the current file becomes ``journal.1.jsonl`` (the one
-#: before that is dropped), so the journal never grows without bound.
-ROTATE_BYTES: Final = 1 << 20
+#: before that is dropped), so the journal never grows without bound. A rotation makes a
+#: journal-first save's copies durable first (a few fsyncs), so it is kept rare, as SQLite keeps
+#: its WAL checkpoints (every 1,000 pages, ~4 MB).
+ROTATE_BYTES: Final = 4 << 20
+#: ... or, for long lines, past this many lines of the size being appended: a thread of 1 MB
+#: journal-first saves rotates every eighth save, not every one.
+ROTATE_LINES: Final = 8
 #: A journal-first save writes two lines at once: a "document" line holding the whole sealed
 #: document under this key, then its ordinary, small event line. The event line commits it.
 DOCUMENT: Final = "document"
@@ -193,7 +198,7 @@ class Journal:
             try:
                 # cut a torn tail first, so neither this line nor a rotation carries it along
                 cut_torn_tail(fd)
-                if os.fstat(fd).st_size > ROTATE_BYTES:
+                if os.fstat(fd).st_size > max(ROTATE_BYTES, ROTATE_LINES * len(line)):
                     os.close(fd)
                     fd = -1
                     if before_rotate is not None:
@@ -241,7 +246,12 @@ class Journal:
         return cut
 
     def _rotate(self) -> None:
-        os.replace(self.path, self.previous)
+        # drop the older lines, then move the current file to a free name: a rename over an
+        # existing file would start its writeback first (see foundation/swap.py); a crash between
+        # the two leaves the current file where it was, and the older lines were being dropped
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.previous)
+        self.path.rename(self.previous)
         fsync_dir(self.path.parent)
         self._start_after_rotation()
 

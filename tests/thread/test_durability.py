@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import signal
@@ -14,7 +15,7 @@ import pytest
 from handoff_files import HandoffStore, HandoffValidationError, NoHandoffError, load
 from handoff_files.cli.main import main
 from handoff_files.thread.doctor import examine
-from handoff_files.thread.journal import DOCUMENT, ROTATE_BYTES, _encode
+from handoff_files.thread.journal import DOCUMENT, ROTATE_BYTES, ROTATE_LINES, _encode
 from tests.writer_child import WriterProcess, read_thread
 
 
@@ -106,13 +107,32 @@ def test_a_thread_with_only_an_unverifiable_journal_document_is_refused(thread_d
 
 def test_huge_journal_lines_rotate_and_the_newest_generation_stays_restorable(thread_dir: Path) -> None:
     store = HandoffStore(thread_dir, durability="journal")
-    pad = ROTATE_BYTES // 3
-    receipts = [store.save(_layers(step, pad)) for step in range(8)]
+    pad = ROTATE_BYTES // 12
+    receipts = [store.save(_layers(step, pad)) for step in range(16)]
     assert (thread_dir / "journal.1.jsonl").exists()
-    assert (thread_dir / "journal.jsonl").stat().st_size < 3 * ROTATE_BYTES
-    _lose_files(thread_dir, 8)
+    assert (thread_dir / "journal.jsonl").stat().st_size < 2 * ROTATE_BYTES
+    _lose_files(thread_dir, 16)
     restored = HandoffStore(thread_dir).restore()
     assert (restored.source, str(restored.handoff.seal)) == ("journal", receipts[-1].checksum)
+
+
+def test_lines_longer_than_an_eighth_of_the_rotation_size_rotate_every_eighth_save(thread_dir: Path) -> None:
+    store = HandoffStore(thread_dir, durability="journal")
+    pad = ROTATE_BYTES // 4  # each save's document line is over a quarter of ROTATE_BYTES
+    journal, previous = thread_dir / "journal.jsonl", thread_dir / "journal.1.jsonl"
+    rotated_at = []
+    for step in range(2 * ROTATE_LINES + 2):
+        before = journal.stat().st_ino if journal.exists() else None
+        store.save(_layers(step, pad))
+        if before is not None and journal.stat().st_ino != before:
+            rotated_at.append(step)
+    # never past ROTATE_LINES lines of this size; yet not at every save either, as a 4 MiB bound alone would
+    assert rotated_at, "the journal never rotated"
+    assert all(b - a >= ROTATE_LINES - 1 for a, b in itertools.pairwise(rotated_at))
+    assert journal.stat().st_size <= (ROTATE_LINES + 2) * pad * 1.1
+    assert previous.exists()
+    restored = HandoffStore(thread_dir).restore()
+    assert restored.handoff.generation == 2 * ROTATE_LINES + 2
 
 
 def test_a_torn_megabyte_line_is_cut_before_the_next_append(thread_dir: Path) -> None:
