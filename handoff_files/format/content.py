@@ -10,6 +10,7 @@ import pydantic
 
 from handoff_files.format.loader import describe
 from handoff_files.format.model import Handoff, HandoffContent
+from handoff_files.foundation.collector import collector_paused
 from handoff_files.foundation.errors import HandoffValidationError
 
 __all__ = ["ENVELOPE", "dump_layers", "layers_of"]
@@ -20,6 +21,11 @@ ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "cre
 
 def layers_of(content: Handoff | HandoffContent | Mapping[str, Any], path: Path) -> dict[str, Any]:
     """Validate the content of a save and return its layers in JSON mode."""
+    with collector_paused():  # validation and the dump allocate a container per message and item
+        return _layers_of(content, path)
+
+
+def _layers_of(content: Handoff | HandoffContent | Mapping[str, Any], path: Path) -> dict[str, Any]:
     if isinstance(content, Handoff):
         return dump_layers(content.content())
     if isinstance(content, HandoffContent):

@@ -15,6 +15,7 @@ from handoff_files.format.codec import MAX_FILE_BYTES, parse
 from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff
 from handoff_files.format.versions import LEGACY_VERSIONS, check_version, migrate_document, verify_legacy_checksum
 from handoff_files.foundation.atomic import read_bytes
+from handoff_files.foundation.collector import collector_paused
 from handoff_files.foundation.errors import (
     ChecksumMismatchError,
     HandoffMigrationError,
@@ -62,6 +63,11 @@ def decode(
 
     :param mtime: when the bytes were last written, if known; tells an edit from corruption.
     """
+    with collector_paused():  # the p99 of a large load is the collector's (see foundation/collector.py)
+        return _decode(data, path, mtime=mtime, assume_version=assume_version)
+
+
+def _decode(data: bytes, path: str | os.PathLike[str], *, mtime: float | None, assume_version: str | None) -> Handoff:
     document = parse(data, path)
     assumed = assume_version is not None and "schema_version" not in document
     if assumed:

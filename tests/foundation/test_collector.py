@@ -1,0 +1,76 @@
+"""The collector pause: off inside, back as it was after, re-entrant and shared by threads."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from handoff_files import HandoffStore, load
+from handoff_files.foundation.collector import collector_paused
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored() -> Iterator[None]:
+    was = gc.isenabled()
+    yield
+    if was:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_the_collector_is_off_inside_and_on_again_after() -> None:
+    gc.enable()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled(), "the inner block must not turn it back on under the outer one"
+    assert gc.isenabled()
+
+
+def test_a_collector_the_program_turned_off_stays_off() -> None:
+    gc.disable()
+    with collector_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_an_error_in_the_block_still_turns_it_back_on() -> None:
+    gc.enable()
+    message = "boom"
+    with pytest.raises(ValueError, match=message), collector_paused():
+        raise ValueError(message)
+    assert gc.isenabled()
+
+
+def test_the_last_of_two_threads_to_leave_turns_it_back_on() -> None:
+    gc.enable()
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with collector_paused():
+            inside.set()
+            release.wait(10)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    assert inside.wait(10)
+    with collector_paused():
+        pass
+    assert not gc.isenabled(), "the other thread is still inside"
+    release.set()
+    other.join(10)
+    assert gc.isenabled()
+
+
+def test_loading_and_saving_leave_the_collector_as_they_found_it(tmp_path: Path) -> None:
+    gc.enable()
+    store = HandoffStore(tmp_path / "t")
+    receipt = store.save({"narrative": "n"})
+    load(receipt.path)
+    assert gc.isenabled()
