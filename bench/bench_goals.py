@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.bench_import import _runner, _unpack
-from bench.fresh import ROOT
+from bench.fresh import ROOT, byte_compiled
 from bench.report import machine_facts, markdown_table, run_kind, text_table, write_report
 from bench.timing import Sample, interleaved
 
@@ -264,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="handoff-goals-") as scratch:
         root = Path(scratch)
         before_tree = _unpack(args.before, root / "before")
+        compiled = [byte_compiled(tree) for tree in (before_tree, ROOT)][-1]
         print(f"before ({args.before}):", flush=True)
         before = _measure_tree(before_tree, root / "before.json", quick=args.quick)
         print("after (this checkout):", flush=True)
@@ -278,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts += [
         ("before", f"git {args.before}"),
         ("command", "make bench (runs python -m bench.bench_goals in .venv-bench)"),
+        ("bytecode", f"both trees {compiled}"),
         ("run time", f"{time.monotonic() - started:.0f} s"),
         run_kind(quick=args.quick),
     ]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from bench.fresh import ROOT
+from bench.fresh import ROOT, byte_compiled
 from bench.report import machine_facts, markdown_table, ms, run_kind, text_table, write_report
 from bench.timing import interleaved
 
@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         before = _unpack(args.before, Path(scratch) / "before")
         for root in (before, ROOT):
             _check_tree(root)
+            compiled = byte_compiled(root)
         cases = _cases(before, _thread(Path(scratch)))
         print(f"timing {len(cases)} cases x {rounds} rounds …", file=sys.stderr)
         samples = interleaved({name: _runner(*case) for name, case in cases.items()}, repeats=rounds, warmup=1)
@@ -167,7 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         for name, sample in samples.items()
     ]
     print(text_table(headers, rows))
-    facts = [*machine_facts(), run_kind(quick=args.quick), ("before", f"git {args.before}"), ("rounds", str(rounds))]
+    facts = [
+        *machine_facts(),
+        run_kind(quick=args.quick),
+        ("before", f"git {args.before}"),
+        ("rounds", str(rounds)),
+        ("bytecode", compiled),
+    ]
     title = "Start-up cost, before and after the layered package"
     write_report(args.out, title, facts, [markdown_table(headers, rows)])
     print(f"wrote {args.out}", file=sys.stderr)

@@ -35,7 +35,7 @@ import orjson
 import handoff_files
 import handoff_files.thread.store
 from bench.baselines import minimal_durable_write, orjson_and_sha256
-from bench.fresh import python_run, strace_missing, syncs_per_op
+from bench.fresh import ROOT, byte_compiled, python_run, strace_missing, syncs_per_op
 from bench.latency import poll_latencies, watch_latencies
 from bench.report import machine_facts, run_kind, text_table, write_report
 from bench.sqlite_saver import FRESH_GET_TUPLE, THREAD_ID, Saver, missing
@@ -331,6 +331,7 @@ def _versions() -> str:
 def run(root: Path, rounds: Rounds, *, sqlite: bool = True, poll: float = POLL_INTERVAL) -> Results:
     """Measure everything at every size and return the results (nothing is printed but progress)."""
     results = Results(poll=poll, durabilities=durabilities())
+    results.notes.append(f"fresh processes: the package {byte_compiled(ROOT)}")
     for size in SIZES:
         print(f"{size.label}: preparing...", flush=True)
         c = prepare(size, root, sqlite=sqlite)

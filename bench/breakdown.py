@@ -105,8 +105,9 @@ def _load_without_gc(path: Path) -> None:
         gc.enable()
 
 
-_Trees = tuple[list[Node], list[Node], dict[str, Sample], dict[str, Sample]]
+_Trees = tuple[list[Node], list[Node], list[Node], dict[str, Sample], dict[str, Sample]]
 _SAVE: Final = "store.save()"
+_SAVE_JOURNAL: Final = "store.save(), durability journal"
 _LOAD: Final = "load()"
 _WARMUP: Final = 2
 
@@ -119,11 +120,13 @@ def _breakdown_size(thread: Path, target: int, count: int, agent_id: str, missin
     """
     content = build_content(target)
     store = HandoffStore(thread, agent_id=agent_id)
+    journal_first = HandoffStore(thread.parent / f"{thread.name}-journal", agent_id=agent_id, durability="journal")
     # a second thread for the new-store-per-save case: a save from another store object makes
     # the next save of `store` miss its head cache and re-verify the newest file
     other = thread.parent / f"{thread.name}-new-store"
     for _ in range(DEFAULT_KEEP + 2):
         store.save(content)  # the steady state: history/ is full, so every save also prunes one
+        journal_first.save(content)
         HandoffStore(other, agent_id=agent_id).save(content)
     primary = store.primary
     data = primary.read_bytes()
@@ -132,6 +135,7 @@ def _breakdown_size(thread: Path, target: int, count: int, agent_id: str, missin
     minimal_durable_write(baseline, data)
     save_cases: dict[str, Callable[[], object]] = {
         "store.save(), unwrapped (one store, as above)": lambda: store.save(content),
+        "store.save(), durability journal, unwrapped": lambda: journal_first.save(content),
         "HandoffStore(dir).save(): a new store each time": lambda: HandoffStore(other, agent_id=agent_id).save(content),
         "HandoffStore(dir) constructor alone": lambda: HandoffStore(thread, agent_id=agent_id),
         "minimal durable write of the same bytes (baseline)": lambda: minimal_durable_write(baseline, data),
@@ -149,15 +153,17 @@ def _breakdown_size(thread: Path, target: int, count: int, agent_id: str, missin
                 probe.forget()
                 times.clear()
             probe.record(lambda: store.save(content), label=_SAVE, own="envelope and glue")
+            probe.record(lambda: journal_first.save(content), label=_SAVE_JOURNAL, own="envelope and glue")
             probe.record(lambda: loader.load(primary), label=_LOAD, own="Handoff.model_validate and glue")
             with probe.paused():
                 samples = interleaved({**save_cases, **load_cases}, repeats=1, warmup=0, rotate=round_)
             for name, sample in samples.items():
                 times.setdefault(name, []).extend(sample.seconds)
         missing.update(probe.missing)
-        save_tree, load_tree = probe.tree(_SAVE), probe.tree(_LOAD)
+        save_tree, journal_tree, load_tree = probe.tree(_SAVE), probe.tree(_SAVE_JOURNAL), probe.tree(_LOAD)
     return (
         save_tree,
+        journal_tree,
         load_tree,
         {name: Sample(name, tuple(times[name])) for name in save_cases},
         {name: Sample(name, tuple(times[name])) for name in load_cases},
@@ -227,26 +233,31 @@ def run_breakdown(root: Path, rounds: Mapping[str, int], out: Path, *, agent_id:
         print(f"breaking down {size.label} ({count} passes)...", flush=True)
         thread = root / f"steps-{size.label.replace(' ', '')}"
         measured.append(_breakdown_size(thread, size.target, count, agent_id, missing))
-    save_trees = [save for save, _, _, _ in measured]
-    load_trees = [load for _, load, _, _ in measured]
-    save_extras = [extra for _, _, extra, _ in measured]
-    load_extras = [extra for _, _, _, extra in measured]
+    save_trees = [save for save, _, _, _, _ in measured]
+    journal_trees = [journal for _, journal, _, _, _ in measured]
+    load_trees = [load for _, _, load, _, _ in measured]
+    save_extras = [extra for _, _, _, extra, _ in measured]
+    load_extras = [extra for _, _, _, _, extra in measured]
 
     tree_headers = ["step", *(f"{size.label} ms (share)" for size in SIZES)]
     extra_headers = ["for comparison, unwrapped", *(f"{size.label} ms" for size in SIZES)]
     sections = ["## How to read it\n\n" + _NOTES]
-    for title, trees, extras in (("Save", save_trees, save_extras), ("Load", load_trees, load_extras)):
-        tree_rows, extra_rows = _tree_rows(trees), _extra_rows(extras)
+    parts = (
+        ("Save (durability full, the default)", save_trees, save_extras),
+        ("Save, durability journal", journal_trees, None),
+        ("Load", load_trees, load_extras),
+    )
+    for title, trees, extras in parts:
+        tree_rows = _tree_rows(trees)
         print(f"\n{title}: median per step")
         print(text_table(tree_headers, tree_rows).replace("\u00a0", " "))
-        print()
-        print(text_table(extra_headers, extra_rows))
-        sections.append(
-            f"## {title}\n\n"
-            + markdown_table(tree_headers, tree_rows)
-            + "\n\n"
-            + markdown_table(extra_headers, extra_rows)
-        )
+        section = f"## {title}\n\n" + markdown_table(tree_headers, tree_rows)
+        if extras is not None:
+            extra_rows = _extra_rows(extras)
+            print()
+            print(text_table(extra_headers, extra_rows))
+            section += "\n\n" + markdown_table(extra_headers, extra_rows)
+        sections.append(section)
     if missing:
         note = "not in the library any more, so not timed: " + ", ".join(sorted(missing))
         print(f"\n{note}")

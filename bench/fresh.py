@@ -18,13 +18,39 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-__all__ = ["SYNC_CALLS", "child_env", "python_run", "strace_missing", "syncs_per_op"]
+__all__ = ["SYNC_CALLS", "byte_compiled", "child_env", "python_run", "strace_missing", "syncs_per_op"]
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 #: The system calls that make data durable (``msync`` and ``sync_file_range`` count: a library could use them).
 SYNC_CALLS: Final = ("fsync", "fdatasync", "syncfs", "sync_file_range", "msync")
 # one line per call; a call strace saw interrupted appears again as "<... fsync resumed>", not counted twice
 _SYNC_LINE: Final = re.compile(rf"^\d+\s+(?:{'|'.join(SYNC_CALLS)})\(", re.MULTILINE)
+
+
+def byte_compiled(tree: Path) -> str:
+    """Byte-compile the package under *tree* (its ``__pycache__``), as installing a wheel does; say so.
+
+    An editable install compiles nothing ahead, and where ``PYTHONDONTWRITEBYTECODE`` is set (as
+    on the reference machine) nothing is ever cached: every fresh process would compile ~40
+    modules from source, ~30 ms no installed copy pays. Timing fresh processes without this
+    would measure the machine's setting, not the package.
+
+    :returns: a line for the report, naming the setting this machine has.
+    :raises RuntimeError: if compileall fails.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", "handoff_files"],
+        cwd=tree,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode:
+        msg = f"compileall in {tree} exited {done.returncode}: {done.stdout.decode(errors='replace')[-1000:]}"
+        raise RuntimeError(msg)
+    setting = os.environ.get("PYTHONDONTWRITEBYTECODE")
+    return "byte-compiled before timing, as a wheel install does" + (
+        f" (this machine sets PYTHONDONTWRITEBYTECODE={setting})" if setting else ""
+    )
 
 
 def child_env() -> dict[str, str]:
