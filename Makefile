@@ -51,6 +51,7 @@ slow: $(STAMP_TEST)
 
 bench: $(STAMP_BENCH)
 	$(BIN_BENCH)/python -m bench.bench_io
+	$(BIN_BENCH)/python -m bench.bench_io --breakdown
 	$(BIN_BENCH)/python -m bench.bench_restore
 	$(BIN_BENCH)/python -m bench.bench_watch
 	$(BIN_BENCH)/python -m bench.bench_vs_sqlite

@@ -17,8 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
 from bench.baselines import minimal_durable_write, orjson_and_sha256
 from bench.probe import Key, Node, Probe, tree_order
 from bench.report import machine_facts, markdown_table, ms, run_kind, text_table, write_report
@@ -26,7 +24,6 @@ from bench.timing import Sample, interleaved
 from bench.workload import SIZES, build_content
 from handoff_files.format import content as content_module
 from handoff_files.format import loader
-from handoff_files.format import model as model_module
 from handoff_files.format import seal as sealing
 from handoff_files.foundation import atomic, swap
 from handoff_files.foundation.lock import WriterLock
@@ -61,7 +58,12 @@ def _where(args: Sequence[Any]) -> str:
 
 def _instrument(probe: Probe) -> None:
     """Wrap the internals of save and load, and the primitives under them."""
-    probe.wrap(store_module, "layers_of", "validate content", own="HandoffContent.model_validate")
+    probe.wrap(
+        store_module,
+        "layers_of",
+        "validate content",
+        own="HandoffContent.model_validate, free-form trees' orjson round trip",
+    )
     probe.wrap(content_module, "dump_layers", "model_dump")
     probe.wrap(HandoffStore, "init", "init (mkdir -p)")
     probe.wrap(ThreadDir, "remove_stray_temps", "remove stray temps (list thread dir + history/)")
@@ -73,7 +75,6 @@ def _instrument(probe: Probe) -> None:
     probe.wrap(sealing, "digest", "hash")
     probe.wrap(sealing, "matches", "hash + compare")
     probe.wrap(commit_module, "render", "render")
-    probe.wrap(model_module, "_plain_json", "free-form trees: orjson round trip", merge=True)
     probe.wrap(Journal, "append", "journal append", own="encode the line, cut a torn tail")
     probe.wrap(commit_module, "write_durable", "write_durable", hint=_where)
     probe.wrap(commit_module, "write_durable_together", "write primary + state.json (not flushed)")
@@ -90,11 +91,9 @@ def _instrument(probe: Probe) -> None:
     probe.wrap(os, "listdir", "listdir")
     probe.wrap(os, "unlink", "unlink")
     probe.wrap(loader, "read_bytes", "read file", own="open, fstat, read, close")
-    probe.wrap(loader, "parse", "parse", own="compare with the re-render, depth and format checks")
+    probe.wrap(loader, "parse", "parse", own="orjson.loads, compare with the re-render, depth and format checks")
     probe.wrap(loader, "check_version", "check_version")
     probe.wrap(loader, "_seal_matches", "verify seal")
-    probe.wrap(orjson, "loads", "orjson.loads", merge=True)
-    probe.wrap(orjson, "dumps", "orjson.dumps", merge=True)
 
 
 def _load_without_gc(path: Path) -> None:
@@ -212,13 +211,14 @@ def _extra_rows(extras: Sequence[Mapping[str, Sample]]) -> list[list[str]]:
 _NOTES: Final = """\
 Each tree is the real call under a probe that wraps the library's internals and the primitives under
 them (the temp file's creation, `os.fsync`/`fdatasync`, the name exchange, `os.replace`, `os.link`,
-`os.listdir`, `os.unlink`, `orjson.loads`/`dumps`). Every row is the median over the passes of the
-time spent in that call, children included; its share is of the median of the whole call. A `· self`
-row is the time a call spends outside the calls wrapped under it (for `validate content`: pydantic
-validation; for `load()`: `Handoff.model_validate`), shown where it reaches 1% at some size. Medians
-do not add up exactly. A name called twice under one parent shows as `name #2`, except calls made
-once per item (the free-form trees' round trip, orjson), which share one row. `gc.collect()` runs
-before every pass; the collector stays on. Each round records one probed save and one probed load,
+`os.listdir`, `os.unlink`). Every row is the median over the passes of the time spent in that call,
+children included; its share is of the median of the whole call. A `· self` row is the time a call
+spends outside the calls wrapped under it (for `validate content`: pydantic validation; for
+`load()`: `Handoff.model_validate`), shown where it reaches 1% at some size. Medians do not add up
+exactly. A name called twice under one parent shows as `name #2`. Calls made once per item (orjson
+per free-form tree) are not wrapped: the probe's microsecond per call would be most of what they
+cost. `gc.collect()` runs before every pass; the collector stays on, except where the library itself
+holds it off (a load, a save's validation). Each round records one probed save and one probed load,
 then times the comparison rows with the probe removed, in rotating order: a slow stretch of the
 shared machine lands on the trees and on the comparisons alike.
 """
