@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
-# the benchmarks' own venv: langgraph (the baseline they compare against) never enters .venv
+# the benchmarks' own venv: SqliteSaver (the baseline they compare against) never enters .venv
 VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 STAMP_BENCH := $(VENV_BENCH)/.installed-bench

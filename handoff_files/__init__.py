@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from handoff_files.inbox.request import InboxRequest
     from handoff_files.inbox.serve import serve
     from handoff_files.inbox.status import HandoffStatus
+    from handoff_files.langgraph.saver import HandoffSaver
     from handoff_files.run.killrun import Killer
     from handoff_files.run.supervise import RunResult, supervise
     from handoff_files.thread.layout import ThreadDir
@@ -70,7 +71,8 @@ if TYPE_CHECKING:
     from handoff_files.watchers.watcher import Watcher, watch
 
 # every public name, and the module that defines it: imported on first use, so `import handoff_files`
-# costs almost nothing and an agent's restart never pays for watchdog, ruamel.yaml, fsspec or the inbox
+# costs almost nothing and an agent's restart never pays for watchdog, ruamel.yaml, fsspec, LangGraph
+# or the inbox
 _EXPORTS: Final[dict[str, str]] = {
     "BlobError": "handoff_files.foundation.errors",
     "BlobIntegrityError": "handoff_files.foundation.errors",
@@ -132,6 +134,7 @@ _EXPORTS: Final[dict[str, str]] = {
     "TransferResult": "handoff_files.transfers.handover",
     "transfer": "handoff_files.transfers.handover",
     "trim_context": "handoff_files.transfers.trim",
+    "HandoffSaver": "handoff_files.langgraph.saver",
     "HandoffStatus": "handoff_files.inbox.status",
     "InboxRequest": "handoff_files.inbox.request",
     "HandoffInbox": "handoff_files.inbox.lifecycle",
@@ -168,6 +171,7 @@ __all__ = [
     "HandoffMigrationError",
     "HandoffNotFoundError",
     "HandoffParseError",
+    "HandoffSaver",
     "HandoffStatus",
     "HandoffStore",
     "HandoffTooLargeError",

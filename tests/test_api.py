@@ -34,6 +34,7 @@ EXPECTED_ALL = [
     "HandoffMigrationError",
     "HandoffNotFoundError",
     "HandoffParseError",
+    "HandoffSaver",
     "HandoffStatus",
     "HandoffStore",
     "HandoffTooLargeError",

@@ -173,7 +173,9 @@ def test_watch_latencies_time_each_save_to_its_callback(tmp_path: Path) -> None:
 
 
 def test_saver_get_tuple_returns_the_newest_put(tmp_path: Path) -> None:
-    pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph is installed only in .venv-bench")
+    pytest.importorskip(
+        "langgraph.checkpoint.sqlite", reason="langgraph-checkpoint-sqlite is installed only in .venv-bench"
+    )
     from bench.sqlite_saver import FRESH_GET_TUPLE, Saver
 
     saver = Saver(tmp_path / "db.sqlite")

@@ -11,7 +11,16 @@ import pytest
 import handoff_files
 
 # what a restart must never pay for; each is imported only by the part that uses it
-NEVER_AT_START = ("watchdog", "ruamel", "fsspec", "handoff_files.inbox", "handoff_files.compat")
+NEVER_AT_START = (
+    "watchdog",
+    "ruamel",
+    "fsspec",
+    "langgraph",
+    "langchain_core",
+    "handoff_files.inbox",
+    "handoff_files.compat",
+    "handoff_files.langgraph",
+)
 
 
 def _loaded(code: str, python: str, env: dict[str, str], *args: str) -> set[str]:

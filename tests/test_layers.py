@@ -25,6 +25,7 @@ LAYERS: Final[dict[str, int]] = {
     "thread": 3,
     "watchers": 4,
     "transfers": 4,
+    "langgraph": 4,  # the LangGraph checkpointer, on the thread layer (the optional extra)
     "inbox": 5,
     "run": 6,
     "cli": 7,

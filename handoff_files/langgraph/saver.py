@@ -1,0 +1,380 @@
+"""``HandoffSaver``: LangGraph's checkpointer on handoff threads, a sealed file a person can read per checkpoint."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+
+from handoff_files.format.model import HandoffContent
+from handoff_files.foundation.errors import HandoffError
+from handoff_files.langgraph.async_methods import AsyncMethods
+from handoff_files.langgraph.layout import (
+    NAMESPACES_DIR,
+    WRITES_DIR,
+    append_writes,
+    folder_name,
+    read_writes,
+    writes_file,
+)
+from handoff_files.langgraph.store import FORMAT, Entry, Namespace, record_of
+from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value
+from handoff_files.thread.settings import Durability
+
+__all__ = ["LAYER_KEYS", "HandoffSaver"]
+
+#: The graph-state keys read as the five layers, unless the saver is given its own mapping.
+LAYER_KEYS: Final = {
+    "narrative": "narrative",
+    "decisions": "decisions",
+    "priorities": "priorities",
+    "warnings": "warnings",
+}
+_STRATEGIES: Final = ("keep_latest", "delete")
+
+
+def _valid_layer(layer: str, value: Any) -> bool:
+    """Whether *value* is valid as that layer of a handoff (otherwise it stays a channel value only)."""
+    try:
+        HandoffContent.model_validate({layer: value})
+    except ValueError:  # pydantic's ValidationError is one
+        return False
+    return True
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}}
+
+
+class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
+    """A LangGraph checkpointer whose checkpoints are sealed handoff files under *root*.
+
+    Each thread is a handoff thread directory (``<root>/<thread id>/``, subgraph namespaces in
+    ``namespaces/``); each checkpoint one durable, sealed generation of it, with its pending
+    writes in ``writes/``. Channel values that are plain JSON, and LangChain messages, are stored
+    as readable JSON; anything else as the serializer's typed bytes. Where the graph's state has
+    the keys ``narrative``, ``decisions``, ``priorities`` and ``warnings`` (or those *layers* names),
+    each checkpoint is also a five-layer handoff for ``handoff show``.
+
+    :param root: the folder that holds the threads (created on the first save).
+    :param durability: ``"full"``, the only one for now (each checkpoint's own file is durable
+        before ``put`` returns).
+    :param keep: the newest checkpoints kept per thread and namespace (their pending writes too),
+        or None to keep every one.
+    :param serde: LangGraph's serializer for what is not plain JSON (default: its own).
+    :param layers: layer name → state key, to read the five layers from other keys.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        durability: Durability = "full",
+        keep: int | None = None,
+        serde: Any = None,
+        layers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.root = Path(root).absolute()
+        if durability != "full":
+            msg = f"durability={durability!r}: the LangGraph saver writes each checkpoint's file durably ('full') only"
+            raise HandoffError(self.root, msg)
+        if keep is not None and (not isinstance(keep, int) or isinstance(keep, bool) or keep < 1):
+            msg = f"keep must be a whole number of checkpoints, at least 1, or None; got {keep!r}"
+            raise HandoffError(self.root, msg)
+        self.durability: Durability = durability
+        self.keep = keep
+        self.layers = dict(LAYER_KEYS if layers is None else layers)
+        self._namespaces: dict[Path, Namespace] = {}
+        self._lock = threading.Lock()
+
+    # -- where things are --------------------------------------------------------------------
+
+    def _thread_dir(self, thread_id: str) -> Path:
+        return self.root / folder_name(str(thread_id))
+
+    def _ns_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
+        thread_dir = self._thread_dir(thread_id)
+        return thread_dir if not checkpoint_ns else thread_dir / NAMESPACES_DIR / folder_name(checkpoint_ns)
+
+    def _namespace(self, path: Path) -> Namespace:
+        with self._lock:
+            namespace = self._namespaces.get(path)
+            if namespace is None:
+                namespace = Namespace(path, durability=self.durability, keep=self.keep)
+                self._namespaces[path] = namespace
+            return namespace
+
+    def _namespaces_of(self, thread_dir: Path) -> list[Namespace]:
+        found = [thread_dir] if (thread_dir / "history").is_dir() else []
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            found += sorted(p for p in (thread_dir / NAMESPACES_DIR).iterdir() if p.is_dir() and not p.is_symlink())
+        return [self._namespace(path) for path in found]
+
+    def _thread_dirs(self) -> list[Path]:
+        try:
+            return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except FileNotFoundError:
+            return []
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _serde(self) -> SerdeProtocol:
+        serde: SerdeProtocol = self.serde
+        return serde
+
+    def _tuple(self, namespace: Namespace, entry: Entry) -> CheckpointTuple:
+        handoff = namespace.handoff(entry)
+        record = record_of(handoff, entry.path)
+        serde, where = self._serde(), str(entry.path)
+        checkpoint = decode_value(record["checkpoint"], serde, where)
+        versions = checkpoint.get("channel_versions", {})
+        values = record.get("channel_values", {})
+        checkpoint["channel_values"] = {
+            name: decode_value(values[name], serde, where) for name in versions if name in values
+        }
+        thread_id, checkpoint_ns = record["thread_id"], record["checkpoint_ns"]
+        config: RunnableConfig = {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": entry.checkpoint_id,
+            }
+        }
+        parent: RunnableConfig | None = None
+        if entry.parent_id is not None:
+            parent = {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": entry.parent_id,
+                }
+            }
+        metadata = decode_value(entry.metadata, serde, where)
+        return CheckpointTuple(config, checkpoint, metadata, parent, self._pending(namespace.path, entry.checkpoint_id))
+
+    def _pending(self, ns_dir: Path, checkpoint_id: str) -> list[tuple[str, str, Any]]:
+        path = writes_file(ns_dir, checkpoint_id)
+        chosen: dict[tuple[str, int], dict[str, Any]] = {}
+        for record in read_writes(path):
+            key = (record["task_id"], record["idx"])
+            if key not in chosen or record["idx"] < 0:  # first write wins; a special channel's last
+                chosen[key] = record
+        ordered = sorted(chosen.values(), key=lambda r: (r["task_path"], r["task_id"], r["idx"]))
+        serde = self._serde()
+        return [(r["task_id"], r["channel"], decode_value(r["value"], serde, str(path))) for r in ordered]
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint *config* names (its ``checkpoint_id``), or the thread's newest; None if there is none."""
+        configurable = config.get("configurable", {})
+        namespace = self._namespace(self._ns_dir(configurable["thread_id"], configurable.get("checkpoint_ns", "")))
+        entries = namespace.entries()
+        wanted = get_checkpoint_id(config)
+        if wanted:
+            entries = [entry for entry in entries if entry.checkpoint_id == wanted]
+        return self._tuple(namespace, entries[0]) if entries else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 -- LangGraph's own parameter name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """The checkpoints of a thread (one namespace if *config* names it), newest first."""
+        configurable = (config or {}).get("configurable", {})
+        if config is None or "thread_id" not in configurable:
+            namespaces = [ns for thread_dir in self._thread_dirs() for ns in self._namespaces_of(thread_dir)]
+        elif configurable.get("checkpoint_ns") is not None:
+            namespaces = [self._namespace(self._ns_dir(configurable["thread_id"], configurable["checkpoint_ns"]))]
+        else:
+            namespaces = self._namespaces_of(self._thread_dir(configurable["thread_id"]))
+        wanted = get_checkpoint_id(config) if config else None
+        below = get_checkpoint_id(before) if before else None
+        found = [
+            (namespace, entry)
+            for namespace in namespaces
+            for entry in namespace.entries()
+            if (wanted is None or entry.checkpoint_id == wanted) and (below is None or entry.checkpoint_id < below)
+        ]
+        found.sort(key=lambda pair: pair[1].checkpoint_id, reverse=True)
+        count = 0
+        for namespace, entry in found:
+            if limit is not None and count >= limit:
+                return
+            if filter:
+                metadata = decode_value(entry.metadata, self._serde(), str(entry.path))
+                if any(key not in metadata or metadata[key] != value for key, value in filter.items()):
+                    continue
+            count += 1
+            yield self._tuple(namespace, entry)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _layers(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The five layers the graph's state carries, each kept only if it is valid as that layer."""
+        layers: dict[str, Any] = {}
+        for layer, key in self.layers.items():
+            readable = key in values and layer in HandoffContent.model_fields and layer not in ("state", "context")
+            if readable and _valid_layer(layer, values[key]):
+                layers[layer] = values[key]
+        return layers
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Save *checkpoint* as a sealed, durable generation of its thread; return its config."""
+        configurable = config["configurable"]
+        thread_id, checkpoint_ns = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
+        return self._save(
+            thread_id,
+            checkpoint_ns,
+            dict(checkpoint),
+            get_checkpoint_metadata(config, metadata),
+            configurable.get("checkpoint_id"),
+        )
+
+    def _save(
+        self, thread_id: str, checkpoint_ns: str, checkpoint: dict[str, Any], metadata: Any, parent: str | None
+    ) -> RunnableConfig:
+        serde = self._serde()
+        values = checkpoint.pop("channel_values", None) or {}
+        versions = checkpoint.get("channel_versions", {})
+        record = {
+            "format": FORMAT,
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint["id"],
+            "parent_checkpoint_id": parent,
+            "metadata": encode_value(metadata, serde),
+            "checkpoint": encode_value(checkpoint, serde),
+            "channel_values": {name: encode_value(value, serde) for name, value in values.items() if name in versions},
+        }
+        namespace = self._namespace(self._ns_dir(thread_id, checkpoint_ns))
+        namespace.store.save({**self._layers(values), "state": {"data": {"langgraph": record}}})
+        if self.keep is not None:  # the store pruned history/ to `keep` files; their writes go too
+            kept = {writes_file(namespace.path, entry.checkpoint_id).name for entry in namespace.entries()}
+            with namespace.store.locked():
+                for stale in (namespace.path / WRITES_DIR).glob("*.jsonl"):
+                    if stale.name not in kept:
+                        stale.unlink(missing_ok=True)
+        return {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes for the checkpoint *config* names, durably (one fdatasync)."""
+        configurable = config["configurable"]
+        namespace = self._namespace(self._ns_dir(str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")))
+        checkpoint_id = configurable["checkpoint_id"]
+        serde = self._serde()
+        records: list[dict[str, Any]] = [
+            {
+                "task_id": task_id,
+                "task_path": task_path,
+                "idx": WRITES_IDX_MAP.get(channel, index),
+                "channel": channel,
+                "value": encode_value(value, serde),
+            }
+            for index, (channel, value) in enumerate(writes)
+        ]
+        namespace.store.init()
+        path = writes_file(namespace.path, checkpoint_id)
+        with namespace.store.locked():
+            have = {(r["task_id"], r["idx"]) for r in read_writes(path) if r["idx"] >= 0}
+            fresh = [r for r in records if r["idx"] < 0 or (r["task_id"], r["idx"]) not in have]
+            if fresh:
+                append_writes(path, fresh)
+
+    # -- removing and copying ------------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of a thread, in every namespace."""
+        thread_dir = self._thread_dir(str(thread_id))
+        doomed = self.root / f".deleted-{thread_dir.name}-{uuid.uuid4().hex[:8]}"
+        try:
+            thread_dir.rename(doomed)  # gone at once for every reader, then removed at leisure
+        except FileNotFoundError:
+            return
+        with self._lock:
+            for path in [p for p in self._namespaces if p == thread_dir or thread_dir in p.parents]:
+                del self._namespaces[path]
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete every checkpoint (and its writes) whose metadata's ``run_id`` is one of *run_ids*."""
+        runs = set(run_ids)
+        if not runs:
+            return
+        serde = self._serde()
+        for thread_dir in self._thread_dirs():
+            for namespace in self._namespaces_of(thread_dir):
+                doomed = [
+                    entry
+                    for entry in namespace.entries()
+                    if decode_value(entry.metadata, serde, str(entry.path)).get("run_id") in runs
+                ]
+                namespace.remove(doomed, writes_file)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: keep each namespace's newest checkpoint (and its writes); ``delete``: delete the threads."""
+        if strategy not in _STRATEGIES:
+            msg = f"prune strategy must be one of {', '.join(_STRATEGIES)}, not {strategy!r}"
+            raise ValueError(msg)
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            for namespace in self._namespaces_of(self._thread_dir(str(thread_id))):
+                namespace.remove(namespace.entries()[1:], writes_file)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint of a thread, with its id, metadata, values and writes, to a new thread.
+
+        :raises HandoffError: if the target thread already holds checkpoints.
+        """
+        target_dir = self._thread_dir(str(target_thread_id))
+        if any(namespace.entries() for namespace in self._namespaces_of(target_dir)):
+            msg = "the target thread already holds checkpoints; copy into a new thread"
+            raise HandoffError(target_dir, msg)
+        for namespace in self._namespaces_of(self._thread_dir(str(source_thread_id))):
+            for entry in reversed(namespace.entries()):  # oldest first: the copy's history has the same order
+                tuple_ = self._tuple(namespace, entry)
+                checkpoint_ns = tuple_.config["configurable"]["checkpoint_ns"]
+                self._save(
+                    str(target_thread_id), checkpoint_ns, dict(tuple_.checkpoint), tuple_.metadata, entry.parent_id
+                )
+                source = writes_file(namespace.path, entry.checkpoint_id)
+                records = read_writes(source)
+                if records:
+                    target = self._namespace(self._ns_dir(str(target_thread_id), checkpoint_ns))
+                    with target.store.locked():
+                        append_writes(writes_file(target.path, entry.checkpoint_id), records)

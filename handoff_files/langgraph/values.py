@@ -1,0 +1,111 @@
+"""Channel values a person can read: plain JSON and LangChain messages as JSON, the rest as typed bytes.
+
+Every value is stored as a one-key object that says how it was stored:
+
+* ``{"json": value}``: plain JSON (objects with string keys, arrays, strings, finite numbers
+  within 64 bits, booleans, null), stored as it is;
+* ``{"messages": [{"type": "human", "data": {...}}, ...]}`` (or ``{"message": {...}}`` for one):
+  LangChain messages, as ``message_to_dict`` writes them;
+* ``{"serde": "msgpack", "base64": "..."}``: anything else, as the saver's serializer typed it.
+
+A value is written readably only if reading it back gives an equal value; otherwise it takes the
+serializer's road, so nothing is ever lost or changed by being readable.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Final, Protocol
+
+import orjson
+
+from handoff_files.foundation.errors import HandoffError
+
+__all__ = ["SerdeProtocol", "decode_value", "encode_value"]
+
+#: How deep a readable value may nest: the handoff's free-form trees stop at 48 levels, and a
+#: channel value sits five levels down (``state.data.langgraph.channel_values.<name>.json``).
+_MAX_NESTING: Final = 40
+_TOO_DEEP: Final = b"\n" + b" " * (2 * _MAX_NESTING)
+
+
+class SerdeProtocol(Protocol):
+    """The part of LangGraph's ``SerializerProtocol`` the saver uses."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]: ...
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any: ...
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether *value* is JSON that reads back equal (orjson refuses what JSON cannot hold)."""
+    try:
+        encoded = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+        return _TOO_DEEP not in encoded and orjson.loads(encoded) == value and _same_types(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _same_types(value: Any) -> bool:
+    """Equality lets a tuple pass for a list and 1.0 for 1: JSON gives back lists and the same number types."""
+    if isinstance(value, dict):
+        return type(value) is dict and all(_same_types(item) for item in value.values())
+    if isinstance(value, list):
+        return type(value) is list and all(_same_types(item) for item in value)
+    return value is None or type(value) in (str, int, float, bool)
+
+
+def _messages(value: Any) -> dict[str, Any] | None:
+    """LangChain messages (one, or a list of them) as readable JSON, if they read back equal."""
+    try:
+        from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict  # noqa: PLC0415
+    except ImportError:  # pragma: no cover -- LangGraph brings langchain-core
+        return None
+    single = isinstance(value, BaseMessage)
+    items = [value] if single else value
+    if not isinstance(items, list) or not items or not all(isinstance(item, BaseMessage) for item in items):
+        return None
+    try:
+        dicts = [message_to_dict(item) for item in items]
+        if not _plain_json(dicts) or messages_from_dict(orjson.loads(orjson.dumps(dicts))) != items:
+            return None
+    except Exception:
+        return None
+    return {"message": dicts[0]} if single else {"messages": dicts}
+
+
+def encode_value(value: Any, serde: SerdeProtocol) -> dict[str, Any]:
+    """Encode one value for a checkpoint file: readable where it reads back equal, typed bytes otherwise."""
+    if _plain_json(value):
+        return {"json": value}
+    messages = _messages(value)
+    if messages is not None:
+        return messages
+    kind, data = serde.dumps_typed(value)
+    return {"serde": kind, "base64": base64.b64encode(data).decode("ascii")}
+
+
+def decode_value(stored: Any, serde: SerdeProtocol, where: str) -> Any:
+    """Decode what :func:`encode_value` wrote.
+
+    :param where: the file, for errors.
+    :raises HandoffError: if *stored* is not one of the three forms.
+    """
+    if isinstance(stored, dict) and len(stored) == 1:
+        if "json" in stored:
+            return stored["json"]
+        if "messages" in stored or "message" in stored:
+            from langchain_core.messages import messages_from_dict  # noqa: PLC0415
+
+            if "message" in stored:
+                return messages_from_dict([stored["message"]])[0]
+            return messages_from_dict(stored["messages"])
+    if isinstance(stored, dict) and set(stored) == {"serde", "base64"}:
+        try:
+            data = base64.b64decode(stored["base64"], validate=True)
+        except (TypeError, ValueError) as exc:
+            msg = f"a channel value's base64 does not decode: {exc}"
+            raise HandoffError(where, msg) from exc
+        return serde.loads_typed((stored["serde"], data))
+    msg = f"a stored value is neither {{'json': …}}, messages nor {{'serde', 'base64'}}: {str(stored)[:80]}"
+    raise HandoffError(where, msg)
