@@ -59,6 +59,15 @@ def _valid_layer(layer: str, value: Any) -> bool:
     return True
 
 
+def _private_dirs(root: Path, path: Path) -> None:
+    """Create *path* and each missing folder from *root* down to it, mode 0700 (a thread's files are private)."""
+    if not root.exists():
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    missing = [folder for folder in (path, *path.parents) if root in folder.parents and not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}}
 
@@ -273,6 +282,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             "channel_values": {name: encode_value(value, serde) for name, value in values.items() if name in versions},
         }
         namespace = self._namespace(self._ns_dir(thread_id, checkpoint_ns))
+        _private_dirs(self.root, namespace.path.parent)  # the store makes its own folder 0700, not its parents
         namespace.store.save({**self._layers(values), "state": {"data": {"langgraph": record}}})
         if self.keep is not None:  # the store pruned history/ to `keep` files; their writes go too
             kept = {writes_file(namespace.path, entry.checkpoint_id).name for entry in namespace.entries()}
@@ -306,6 +316,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             }
             for index, (channel, value) in enumerate(writes)
         ]
+        _private_dirs(self.root, namespace.path.parent)
         namespace.store.init()
         path = writes_file(namespace.path, checkpoint_id)
         with namespace.store.locked():

@@ -67,3 +67,13 @@ def test_the_thread_is_a_handoff_a_person_can_read(tmp_path: Path) -> None:
     subgraph = next((thread / "namespaces").iterdir())
     for path in sorted((subgraph / "history").iterdir()):
         assert load(path).state.data["langgraph"]["checkpoint_ns"].startswith("sub:")
+
+
+def test_every_folder_the_saver_makes_is_private_and_reading_makes_none(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    assert saver.get_tuple({"configurable": {"thread_id": "nobody"}}) is None
+    assert not root.exists(), "a read never writes"
+    step(saver, "thread-1", "start")
+    folders = [root, *(path for path in root.rglob("*") if path.is_dir())]
+    assert {oct(path.stat().st_mode & 0o777) for path in folders} == {"0o700"}
