@@ -163,6 +163,16 @@ def _add_care_commands(add: _Add) -> None:
     p = add("history", _handler("commands", "history"), "list a thread's generations, newest first, each verified")
     p.add_argument("dir", help="thread directory")
 
+    p = add(
+        "prune",
+        _handler("commands_langgraph", "prune"),
+        "keep each LangGraph thread's newest checkpoints under a HandoffSaver root; remove the rest",
+    )
+    p.add_argument("root", help="the HandoffSaver's root folder")
+    p.add_argument("--keep", type=int, required=True, metavar="N", help="checkpoints kept per thread and namespace")
+    p.add_argument("--thread", action="append", metavar="ID", help="only this thread id (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be removed, and remove nothing")
+
 
 def _add_transfer_commands(add: _Add) -> None:
     """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""

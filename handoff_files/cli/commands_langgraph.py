@@ -1,0 +1,31 @@
+"""The command for a LangGraph saver's root: ``handoff prune`` (it needs the ``[langgraph]`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from handoff_files.cli.render import to_json
+from handoff_files.foundation.errors import HandoffError
+
+__all__ = ["cmd_prune"]
+
+
+def cmd_prune(args: argparse.Namespace) -> str:
+    """``handoff prune ROOT --keep N [--thread ID …] [--dry-run]``."""
+    try:
+        from handoff_files.langgraph.saver import HandoffSaver  # noqa: PLC0415 -- only this command needs LangGraph
+        from handoff_files.langgraph.trim import keep_newest  # noqa: PLC0415
+    except ImportError as exc:
+        raise HandoffError(args.root, str(exc)) from None
+    results = keep_newest(HandoffSaver(args.root), args.keep, args.thread, dry_run=args.dry_run)
+    if args.json:
+        return to_json([dataclasses.asdict(result) for result in results])
+    verb = "would remove" if args.dry_run else "removed"
+    lines = [
+        f"{result.thread_id} {result.checkpoint_ns or '(root)'}: kept {len(result.kept)}, {verb} {len(result.removed)}"
+        for result in results
+    ]
+    total = sum(len(result.removed) for result in results)
+    lines.append(f"{verb} {total} checkpoint(s) in {len(results)} namespace(s)" if results else "no checkpoints here")
+    return "\n".join(lines) + "\n"
