@@ -112,6 +112,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         self.keep = keep
         self.layers = dict(LAYER_KEYS if layers is None else layers)
         self._namespaces: dict[Path, Namespace] = {}
+        self._folders: set[Path] = set()
         self._lock = threading.Lock()
 
     # -- where things are --------------------------------------------------------------------
@@ -130,6 +131,12 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
                 namespace = Namespace(path, durability=self.durability, keep=self.keep)
                 self._namespaces[path] = namespace
             return namespace
+
+    def _made(self, folder: Path) -> None:
+        """Make *folder* and its missing parents under the root, 0700; once per saver and folder."""
+        if folder not in self._folders or not folder.is_dir():
+            _private_dirs(self.root, folder)
+            self._folders.add(folder)
 
     def _namespaces_of(self, thread_dir: Path) -> list[Namespace]:
         found = [thread_dir] if (thread_dir / "history").is_dir() else []
@@ -282,7 +289,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             "channel_values": {name: encode_value(value, serde) for name, value in values.items() if name in versions},
         }
         namespace = self._namespace(self._ns_dir(thread_id, checkpoint_ns))
-        _private_dirs(self.root, namespace.path.parent)  # the store makes its own folder 0700, not its parents
+        self._made(namespace.path.parent)  # the store makes its own folder 0700, not its parents
         namespace.store.save({**self._layers(values), "state": {"data": {"langgraph": record}}})
         if self.keep is not None:  # the store pruned history/ to `keep` files; their writes go too
             kept = {writes_file(namespace.path, entry.checkpoint_id).name for entry in namespace.entries()}
@@ -316,7 +323,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             }
             for index, (channel, value) in enumerate(writes)
         ]
-        _private_dirs(self.root, namespace.path.parent)
+        self._made(namespace.path.parent)
         namespace.store.init()
         path = writes_file(namespace.path, checkpoint_id)
         with namespace.store.locked():
