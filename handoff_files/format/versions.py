@@ -8,7 +8,6 @@ import importlib
 import importlib.util
 import json
 import os
-import pkgutil
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -70,6 +69,8 @@ class Step:
 
 def _step_modules() -> list[ModuleType]:
     """Import the step modules: from the installed package, else from a source checkout's folder."""
+    import pkgutil  # noqa: PLC0415 -- only a migration looks for its steps; a current file's load never does
+
     try:
         package = importlib.import_module("handoff_files.migrations")
         return [

@@ -25,7 +25,6 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, try_writer_lock
 from handoff_files.thread import recovery
-from handoff_files.thread.commit import commit
 from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import list_history
 from handoff_files.thread.journal import Journal
@@ -344,6 +343,8 @@ class HandoffStore:
     ) -> SaveReceipt:
         """Commit the generation after *head* (call under the lock) and remember the new head."""
         mode = durability or self.durability
+        from handoff_files.thread.commit import commit  # noqa: PLC0415 -- a save's module: a restore never loads it
+
         receipt, new_head = commit(
             self._thread, layers, head, listing, lineage=lineage, after=after, event=event, durability=mode
         )
