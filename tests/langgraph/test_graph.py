@@ -77,3 +77,27 @@ def test_every_folder_the_saver_makes_is_private_and_reading_makes_none(tmp_path
     step(saver, "thread-1", "start")
     folders = [root, *(path for path in root.rglob("*") if path.is_dir())]
     assert {oct(path.stat().st_mode & 0o777) for path in folders} == {"0o700"}
+
+
+def test_any_thread_id_or_namespace_gets_its_own_folder_under_the_root(tmp_path: Path) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    odd = ["../escape", "a/b", "", ".deleted-x", "namespaces", "ünïcode id", "x" * 200, "thread-1"]
+    for index, thread in enumerate(odd):
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"n": index}
+        checkpoint["channel_versions"] = {"n": 1}
+        for namespace in ("", "sub:1|inner:2"):
+            config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}}
+            saver.put(config, checkpoint, {}, {})
+    folders = {path.resolve() for path in root.rglob("*") if path.is_dir()}
+    assert all(root.resolve() in folder.parents for folder in folders), "nothing is written outside the root"
+    for index, thread in enumerate(odd):
+        for namespace in ("", "sub:1|inner:2"):
+            got = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": namespace}})
+            assert got is not None
+            assert got.checkpoint["channel_values"] == {"n": index}
+            assert got.config["configurable"]["thread_id"] == thread
+    assert len(list(root.iterdir())) == len(odd)
