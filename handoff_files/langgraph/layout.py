@@ -7,9 +7,10 @@
         writes/<checkpoint id>.jsonl  the pending writes of that checkpoint, one line each
         namespaces/<namespace>/       each subgraph namespace: a handoff thread directory of its own
 
-A thread id or namespace that is a valid handoff id names its folder as it is; any other (a
-namespace's ``child:…`` has a colon) gets a readable slug and a hash of the whole id, so two ids
-never share a folder. The ids themselves are recorded in every checkpoint.
+A thread id or namespace that is a valid handoff id in lower case names its folder as it is; any
+other (a namespace's ``child:…`` has a colon; ``Alice`` has capitals, which a case-insensitive
+file system would fold into ``alice``'s folder) gets a readable slug and a hash of the whole id,
+so two ids never share a folder. The ids themselves are recorded in every checkpoint.
 """
 
 from __future__ import annotations
@@ -28,8 +29,18 @@ from handoff_files.format.codec import parse_json
 from handoff_files.foundation.atomic import fsync_dir, write_all
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.foundation.names import ID_PATTERN
+from handoff_files.thread.tail import cut_torn_tail
 
-__all__ = ["NAMESPACES_DIR", "WRITES_DIR", "append_writes", "folder_name", "namespace_dirs", "read_writes"]
+__all__ = [
+    "NAMESPACES_DIR",
+    "WRITES_DIR",
+    "append_writes",
+    "folder_name",
+    "namespace_dirs",
+    "private_dirs",
+    "read_writes",
+    "writes_file",
+]
 
 NAMESPACES_DIR: Final = "namespaces"
 WRITES_DIR: Final = "writes"
@@ -39,11 +50,23 @@ _CHECK_LEN: Final = 16
 
 
 def folder_name(name: str) -> str:
-    """The folder for a thread id or namespace: itself if it is a valid handoff id, else a slug and a hash."""
-    if _ID.fullmatch(name):
+    """The folder for a thread id or namespace: itself if a valid handoff id in lower case, else a slug and a hash.
+
+    Lower case only: on a case-insensitive file system "Alice" and "alice" would share a folder.
+    """
+    if _ID.fullmatch(name) and name == name.lower():
         return name
     slug = _SLUG_CUT.sub("-", name).strip("-._")[:40] or "id"
     return f"{slug}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
+def private_dirs(root: Path, path: Path) -> None:
+    """Create *path* and each missing folder from *root* down to it, mode 0700 (a thread's files are private)."""
+    if not root.exists():
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    missing = [folder for folder in (path, *path.parents) if root in folder.parents and not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
 
 
 def namespace_dirs(thread_dir: Path) -> Iterator[Path]:
@@ -74,8 +97,9 @@ def append_writes(path: Path, lines: list[dict[str, Any]]) -> None:
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
         created = not path.exists()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         try:
+            cut_torn_tail(fd)  # a crash mid-append left a line without its newline: never acknowledged
             write_all(fd, data)
             os.fdatasync(fd)
         finally:

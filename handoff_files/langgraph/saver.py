@@ -23,19 +23,18 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 
-from handoff_files.format.model import HandoffContent
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.langgraph.async_methods import AsyncMethods
 from handoff_files.langgraph.layout import (
     NAMESPACES_DIR,
-    WRITES_DIR,
     append_writes,
     folder_name,
+    private_dirs,
     read_writes,
     writes_file,
 )
 from handoff_files.langgraph.store import FORMAT, Entry, Namespace, record_of
-from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value
+from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value, layers_of_state
 from handoff_files.thread.settings import Durability
 
 __all__ = ["LAYER_KEYS", "HandoffSaver"]
@@ -48,24 +47,6 @@ LAYER_KEYS: Final = {
     "warnings": "warnings",
 }
 _STRATEGIES: Final = ("keep_latest", "delete")
-
-
-def _valid_layer(layer: str, value: Any) -> bool:
-    """Whether *value* is valid as that layer of a handoff (otherwise it stays a channel value only)."""
-    try:
-        HandoffContent.model_validate({layer: value})
-    except ValueError:  # pydantic's ValidationError is one
-        return False
-    return True
-
-
-def _private_dirs(root: Path, path: Path) -> None:
-    """Create *path* and each missing folder from *root* down to it, mode 0700 (a thread's files are private)."""
-    if not root.exists():
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    missing = [folder for folder in (path, *path.parents) if root in folder.parents and not folder.exists()]
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -135,7 +116,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     def _made(self, folder: Path) -> None:
         """Make *folder* and its missing parents under the root, 0700; once per saver and folder."""
         if folder not in self._folders or not folder.is_dir():
-            _private_dirs(self.root, folder)
+            private_dirs(self.root, folder)
             self._folders.add(folder)
 
     def _namespaces_of(self, thread_dir: Path) -> list[Namespace]:
@@ -149,6 +130,9 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            msg = f"cannot list the saver's root: {exc.strerror or exc}"
+            raise HandoffError(self.root, msg) from exc
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -198,14 +182,30 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         return [(r["task_id"], r["channel"], decode_value(r["value"], serde, str(path))) for r in ordered]
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint *config* names (its ``checkpoint_id``), or the thread's newest; None if there is none."""
+        """The checkpoint *config* names (its ``checkpoint_id``), or the thread's newest; None if there is none.
+
+        :raises HandoffError: if the checkpoint asked for may be in a file that does not verify
+            (the newest, when none is named; any, when the one named is not among those that do).
+        """
         configurable = config.get("configurable", {})
         namespace = self._namespace(self._ns_dir(configurable["thread_id"], configurable.get("checkpoint_ns", "")))
-        entries = namespace.entries()
         wanted = get_checkpoint_id(config)
-        if wanted:
-            entries = [entry for entry in entries if entry.checkpoint_id == wanted]
-        return self._tuple(namespace, entries[0]) if entries else None
+        for attempt in range(3):  # a checkpoint another writer prunes between the look and the read: look again
+            entries, damaged = namespace.scan()
+            if wanted:
+                entries = [entry for entry in entries if entry.checkpoint_id == wanted]
+                if not entries and damaged:
+                    raise damaged[0].error
+            elif damaged and (not entries or damaged[0].generation > max(entry.generation for entry in entries)):
+                raise damaged[0].error
+            if not entries:
+                return None
+            try:
+                return self._tuple(namespace, entries[0])
+            except HandoffNotFoundError:
+                if attempt == 2:
+                    raise
+        return None  # pragma: no cover -- the loop returns or raises
 
     def list(
         self,
@@ -240,19 +240,14 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
                 metadata = decode_value(entry.metadata, self._serde(), str(entry.path))
                 if any(key not in metadata or metadata[key] != value for key, value in filter.items()):
                     continue
+            try:
+                item = self._tuple(namespace, entry)
+            except HandoffNotFoundError:
+                continue  # pruned by another writer since the listing
             count += 1
-            yield self._tuple(namespace, entry)
+            yield item
 
     # -- writing -----------------------------------------------------------------------------
-
-    def _layers(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """The five layers the graph's state carries, each kept only if it is valid as that layer."""
-        layers: dict[str, Any] = {}
-        for layer, key in self.layers.items():
-            readable = key in values and layer in HandoffContent.model_fields and layer not in ("state", "context")
-            if readable and _valid_layer(layer, values[key]):
-                layers[layer] = values[key]
-        return layers
 
     def put(
         self,
@@ -290,13 +285,9 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         }
         namespace = self._namespace(self._ns_dir(thread_id, checkpoint_ns))
         self._made(namespace.path.parent)  # the store makes its own folder 0700, not its parents
-        namespace.store.save({**self._layers(values), "state": {"data": {"langgraph": record}}})
-        if self.keep is not None:  # the store pruned history/ to `keep` files; their writes go too
-            kept = {writes_file(namespace.path, entry.checkpoint_id).name for entry in namespace.entries()}
-            with namespace.store.locked():
-                for stale in (namespace.path / WRITES_DIR).glob("*.jsonl"):
-                    if stale.name not in kept:
-                        stale.unlink(missing_ok=True)
+        namespace.store.save({**layers_of_state(values, self.layers), "state": {"data": {"langgraph": record}}})
+        if self.keep is not None:
+            namespace.drop_pruned_writes(writes_file)
         return {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
         }
@@ -372,7 +363,10 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
                 self.delete_thread(thread_id)
                 continue
             for namespace in self._namespaces_of(self._thread_dir(str(thread_id))):
-                namespace.remove(namespace.entries()[1:], writes_file)
+                entries, damaged = namespace.scan()
+                newest = entries[0].generation if entries else 0
+                # a damaged file older than the checkpoint kept goes with the others it is among
+                namespace.remove(entries[1:], writes_file, [bad for bad in damaged if bad.generation < newest])
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint of a thread, with its id, metadata, values and writes, to a new thread.

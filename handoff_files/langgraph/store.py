@@ -12,13 +12,20 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.errors import HandoffError, UnsupportedVersionError
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffWriteError,
+    UnsupportedVersionError,
+)
+from handoff_files.langgraph.layout import WRITES_DIR
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_of
 from handoff_files.thread.settings import Durability
 from handoff_files.thread.store import HandoffStore
@@ -42,6 +49,15 @@ class Entry:
     metadata: dict[str, Any]  # as stored (encoded), decoded by the saver when it filters
     path: Path  # its sealed file in history/
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Damaged:
+    """A checkpoint file that does not verify: its generation (from its name), path and why."""
+
+    generation: int
+    path: Path
+    error: HandoffError
 
 
 def record_of(handoff: Handoff, where: Path) -> dict[str, Any]:
@@ -81,28 +97,49 @@ class Namespace:
     def entries(self) -> list[Entry]:
         """Every checkpoint of the namespace, newest (highest id) first.
 
-        :raises HandoffError: if a checkpoint file does not verify (it is never passed over).
+        A file another process prunes while this reads is passed over (it is gone, not damaged).
+
+        :raises HandoffError: if a checkpoint file does not verify (it is never passed over), or
+            if one newer than every verified checkpoint does not (the newest is then unknown).
         """
+        entries, damaged = self.scan()
+        if damaged:
+            raise damaged[0].error
+        return entries
+
+    def scan(self) -> tuple[list[Entry], list[Damaged]]:
+        """The verified checkpoints, newest first, and the files that do not verify, newest first."""
         found: dict[tuple[str, int, int, int], Entry] = {}
+        damaged: list[Damaged] = []
         try:
             listing = list(os.scandir(self.store.history_dir))
         except (FileNotFoundError, NotADirectoryError):
             listing = []
         for item in listing:
             generation = generation_of(item.name)
-            if generation is None or not item.is_file(follow_symlinks=False):
-                continue
-            st = item.stat(follow_symlinks=False)
+            try:
+                if generation is None or not item.is_file(follow_symlinks=False):
+                    continue
+                st = item.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # pruned by another writer since the listing
             key = (item.name, st.st_ino, st.st_size, st.st_mtime_ns)
             with self._lock:
                 entry = self._files.get(key)
             if entry is None:
                 path = Path(item.path)
-                entry = self._entry(load(path, follow_symlinks=False), path)
+                try:
+                    entry = self._entry(load(path, follow_symlinks=False), path)
+                except HandoffNotFoundError:
+                    continue
+                except HandoffError as exc:
+                    damaged.append(Damaged(generation, path, exc))
+                    continue
             found[key] = entry
         with self._lock:
             self._files = found
-        return sorted(found.values(), key=lambda entry: entry.checkpoint_id, reverse=True)
+        damaged.sort(key=lambda item: item.generation, reverse=True)
+        return sorted(found.values(), key=lambda entry: entry.checkpoint_id, reverse=True), damaged
 
     def _entry(self, handoff: Handoff, path: Path) -> Entry:
         record = record_of(handoff, path)
@@ -115,22 +152,45 @@ class Namespace:
         """The verified checkpoint file of *entry*."""
         return load(entry.path, follow_symlinks=False)
 
-    def remove(self, doomed: list[Entry], writes_of: Any) -> None:
-        """Delete checkpoints (their files and pending writes), under the writers' lock.
+    def remove(self, doomed: list[Entry], writes_of: Any, damaged: Sequence[Damaged] = ()) -> None:
+        """Delete checkpoints (their files and pending writes), and *damaged* files, under the writers' lock.
 
         If the newest checkpoint goes, the primary and ``state.json`` that mirror it go too, so
         neither ``handoff show`` nor a restore hands back a deleted checkpoint.
+
+        :raises HandoffWriteError: if a file cannot be deleted.
         """
-        if not doomed:
+        if not doomed and not damaged:
             return
         with self.store.locked():
-            newest = max((entry.generation for entry in self.entries()), default=0)
-            for entry in doomed:
-                with contextlib.suppress(FileNotFoundError):
-                    entry.path.unlink()
-                with contextlib.suppress(FileNotFoundError):
-                    writes_of(self.path, entry.checkpoint_id).unlink()
+            newest = max((entry.generation for entry in self.scan()[0]), default=0)
+            paths = [path for entry in doomed for path in (entry.path, writes_of(self.path, entry.checkpoint_id))]
+            for path in [*paths, *(bad.path for bad in damaged)]:
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError as exc:
+                    msg = f"cannot delete it: {exc.strerror or exc}"
+                    raise HandoffWriteError(path, msg) from exc
             if any(entry.generation == newest for entry in doomed):
                 for name in (*PRIMARY_NAMES, MIRROR_NAME):
                     with contextlib.suppress(FileNotFoundError):
                         (self.path / name).unlink()
+
+    def drop_pruned_writes(self, writes_of: Any) -> None:
+        """The store pruned ``history/`` to ``keep`` files: drop the writes of checkpoints older than all it kept.
+
+        Only older ones: a newer checkpoint's writes may be there before its ``put`` (LangGraph's
+        async durability writes a step's results while the put runs). Housekeeping after the
+        commit: a file that cannot be removed stays, and never fails the put.
+        """
+        with self.store.locked():
+            kept = self.scan()[0]
+            if not kept:
+                return
+            oldest = min(entry.checkpoint_id for entry in kept)
+            kept_names = {writes_of(self.path, entry.checkpoint_id).name for entry in kept}
+            with contextlib.suppress(OSError):
+                for stale in (self.path / WRITES_DIR).iterdir():
+                    if stale.suffix == ".jsonl" and stale.name not in kept_names and stale.stem < oldest:
+                        with contextlib.suppress(OSError):
+                            stale.unlink()

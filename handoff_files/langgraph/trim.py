@@ -21,6 +21,7 @@ class Pruned:
     checkpoint_ns: str
     kept: tuple[str, ...]  # checkpoint ids, newest first
     removed: tuple[str, ...]
+    damaged_removed: tuple[str, ...] = ()  # files that did not verify, older than those kept
 
 
 def keep_newest(
@@ -43,19 +44,23 @@ def keep_newest(
     results = []
     for folder in folders:
         for namespace in saver._namespaces_of(folder):
-            entries = namespace.entries()
+            entries, damaged = namespace.scan()
             if not entries:
                 continue
             record = record_of(namespace.handoff(entries[0]), entries[0].path)
             doomed = entries[keep:]
+            # a file that does not verify, older than the newest kept, is among those pruned
+            oldest_kept = min(entry.generation for entry in entries[:keep])
+            bad = [item for item in damaged if item.generation < oldest_kept]
             if not dry_run:
-                namespace.remove(doomed, writes_file)
+                namespace.remove(doomed, writes_file, bad)
             results.append(
                 Pruned(
                     record["thread_id"],
                     record["checkpoint_ns"],
                     tuple(entry.checkpoint_id for entry in entries[:keep]),
                     tuple(entry.checkpoint_id for entry in doomed),
+                    tuple(str(item.path) for item in bad),
                 )
             )
     return results

@@ -15,13 +15,15 @@ serializer's road, so nothing is ever lost or changed by being readable.
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 import orjson
 
+from handoff_files.format.model import HandoffContent
 from handoff_files.foundation.errors import HandoffError
 
-__all__ = ["SerdeProtocol", "decode_value", "encode_value"]
+__all__ = ["SerdeProtocol", "decode_value", "encode_value", "layers_of_state"]
 
 #: How deep a readable value may nest: the handoff's free-form trees stop at 48 levels, and a
 #: channel value sits five levels down (``state.data.langgraph.channel_values.<name>.json``).
@@ -109,3 +111,22 @@ def decode_value(stored: Any, serde: SerdeProtocol, where: str) -> Any:
         return serde.loads_typed((stored["serde"], data))
     msg = f"a stored value is neither {{'json': …}}, messages nor {{'serde', 'base64'}}: {str(stored)[:80]}"
     raise HandoffError(where, msg)
+
+
+def _valid_layer(layer: str, value: Any) -> bool:
+    """Whether *value* is valid as that layer of a handoff (otherwise it stays a channel value only)."""
+    try:
+        HandoffContent.model_validate({layer: value})
+    except ValueError:  # pydantic's ValidationError is one
+        return False
+    return True
+
+
+def layers_of_state(values: Mapping[str, Any], layers: Mapping[str, str]) -> dict[str, Any]:
+    """The five layers a graph's state carries (*layers*: layer name → state key), each only if valid as that layer."""
+    found: dict[str, Any] = {}
+    for layer, key in layers.items():
+        readable = key in values and layer in HandoffContent.model_fields and layer not in ("state", "context")
+        if readable and _valid_layer(layer, values[key]):
+            found[layer] = values[key]
+    return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,4 +74,29 @@ def test_loading_and_saving_leave_the_collector_as_they_found_it(tmp_path: Path)
     store = HandoffStore(tmp_path / "t")
     receipt = store.save({"narrative": "n"})
     load(receipt.path)
+    assert gc.isenabled()
+
+
+def test_a_child_forked_while_another_thread_holds_the_pause_gets_the_collector_back() -> None:
+    gc.enable()
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with collector_paused():
+            inside.set()
+            release.wait(10)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    assert inside.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: the holding thread does not exist here
+        ok = gc.isenabled()
+        with collector_paused():
+            ok = ok and not gc.isenabled()
+        os._exit(0 if ok and gc.isenabled() else 1)
+    _, status = os.waitpid(pid, 0)
+    release.set()
+    other.join(10)
+    assert os.waitstatus_to_exitcode(status) == 0
     assert gc.isenabled()
