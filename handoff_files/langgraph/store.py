@@ -155,8 +155,9 @@ class Namespace:
     def remove(self, doomed: list[Entry], writes_of: Any, damaged: Sequence[Damaged] = ()) -> None:
         """Delete checkpoints (their files and pending writes), and *damaged* files, under the writers' lock.
 
-        If the newest checkpoint goes, the primary and ``state.json`` that mirror it go too, so
-        neither ``handoff show`` nor a restore hands back a deleted checkpoint.
+        If the newest checkpoint goes, the primary, ``state.json`` and the journal are brought back
+        in line with the newest that stays (see :meth:`_newest_gone`): neither ``handoff show``
+        nor a restore hands back a deleted checkpoint or reports one lost.
 
         :raises HandoffWriteError: if a file cannot be deleted.
         """
@@ -172,9 +173,24 @@ class Namespace:
                     msg = f"cannot delete it: {exc.strerror or exc}"
                     raise HandoffWriteError(path, msg) from exc
             if any(entry.generation == newest for entry in doomed):
-                for name in (*PRIMARY_NAMES, MIRROR_NAME):
-                    with contextlib.suppress(FileNotFoundError):
-                        (self.path / name).unlink()
+                self._newest_gone()
+
+    def _newest_gone(self) -> None:
+        """The newest checkpoint was deleted: make the primary, ``state.json`` and the journal agree again.
+
+        The newest remaining checkpoint is sealed again as the next generation (same checkpoint,
+        same record) and its older file removed, so a restore finds it with nothing reported lost;
+        with none left, the primary and ``state.json`` go, so no deleted checkpoint is shown.
+        """
+        survivors = self.scan()[0]
+        if survivors:
+            top = max(survivors, key=lambda entry: entry.generation)
+            self.store.save(self.handoff(top))
+            top.path.unlink(missing_ok=True)
+            return
+        for name in (*PRIMARY_NAMES, MIRROR_NAME):
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / name).unlink()
 
     def drop_pruned_writes(self, writes_of: Any) -> None:
         """The store pruned ``history/`` to ``keep`` files: drop the writes of checkpoints older than all it kept.

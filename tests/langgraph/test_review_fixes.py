@@ -96,3 +96,25 @@ def test_ids_that_differ_only_in_case_never_share_a_folder(tmp_path: Path) -> No
     assert names[1] == "alice"
     assert names[0].startswith("Alice-")
     assert len({name.lower() for name in names}) == 2
+
+
+def test_deleting_the_newest_checkpoint_leaves_a_thread_that_restores_clean(tmp_path: Path) -> None:
+    from handoff_files import HandoffStore
+
+    saver = HandoffSaver(tmp_path / "graphs")
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    base = empty_checkpoint()
+    for step, run in enumerate(["keep", "keep", "drop"]):
+        base = _checkpoint(base, step)
+        config = saver.put(config, base, {"run_id": run}, {"n": step + 1})
+    saver.delete_for_runs(["drop"])
+    newest = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+    assert newest is not None
+    assert newest.checkpoint["channel_values"] == {"n": 1}
+    assert len(list(saver.list({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}))) == 2
+    restored = HandoffStore(tmp_path / "graphs" / "t").restore()
+    assert restored.problems == ()
+    assert restored.handoff.state.data["langgraph"]["checkpoint_id"] == newest.config["configurable"]["checkpoint_id"]
+    saver.delete_for_runs(["keep"])
+    assert saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}) is None
+    assert not (tmp_path / "graphs" / "t" / "handoff.json").exists()
