@@ -26,6 +26,7 @@ from typing import Any, Final
 import orjson
 
 from handoff_files.format.codec import parse_json
+from handoff_files.format.seal import self_check
 from handoff_files.foundation.atomic import fsync_dir, write_all
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.foundation.names import ID_PATTERN
@@ -70,8 +71,8 @@ def private_dirs(root: Path, path: Path) -> None:
 
 
 def namespace_dirs(thread_dir: Path) -> Iterator[Path]:
-    """The thread directory (its root namespace) and each subgraph namespace's directory that exists."""
-    if thread_dir.is_dir():
+    """The thread directory (its root namespace, once it has ``history/``) and each subgraph namespace's directory."""
+    if (thread_dir / "history").is_dir():
         yield thread_dir
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         for entry in sorted(os.scandir(thread_dir / NAMESPACES_DIR), key=lambda item: item.name):
@@ -85,7 +86,7 @@ def writes_file(ns_dir: Path, checkpoint_id: str) -> Path:
 
 
 def _check(fields: dict[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()[:_CHECK_LEN]
+    return self_check(fields)[:_CHECK_LEN]  # as a journal line checks itself
 
 
 def append_writes(path: Path, lines: list[dict[str, Any]]) -> None:

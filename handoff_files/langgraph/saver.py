@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import threading
@@ -29,6 +28,7 @@ from handoff_files.langgraph.layout import (
     NAMESPACES_DIR,
     append_writes,
     folder_name,
+    namespace_dirs,
     private_dirs,
     read_writes,
     writes_file,
@@ -120,10 +120,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             self._folders.add(folder)
 
     def _namespaces_of(self, thread_dir: Path) -> list[Namespace]:
-        found = [thread_dir] if (thread_dir / "history").is_dir() else []
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            found += sorted(p for p in (thread_dir / NAMESPACES_DIR).iterdir() if p.is_dir() and not p.is_symlink())
-        return [self._namespace(path) for path in found]
+        return [self._namespace(path) for path in namespace_dirs(thread_dir)]
 
     def _thread_dirs(self) -> list[Path]:
         try:

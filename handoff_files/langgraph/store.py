@@ -87,7 +87,6 @@ class Namespace:
 
     def __init__(self, path: Path, *, durability: Durability, keep: int | None) -> None:
         self.path = path
-        self.keep = keep
         self.store = HandoffStore(
             path, agent_id=AGENT_ID, thread_id=path.name, keep=keep or _KEEP_ALL, durability=durability
         )

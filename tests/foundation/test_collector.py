@@ -6,6 +6,7 @@ import gc
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,9 @@ def test_an_error_in_the_block_still_turns_it_back_on() -> None:
     assert gc.isenabled()
 
 
-def test_the_last_of_two_threads_to_leave_turns_it_back_on() -> None:
-    gc.enable()
+@contextmanager
+def _held_by_another_thread() -> Iterator[None]:
+    """Another thread sits inside a paused block for the duration of this one."""
     inside, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -61,11 +63,19 @@ def test_the_last_of_two_threads_to_leave_turns_it_back_on() -> None:
     other = threading.Thread(target=hold)
     other.start()
     assert inside.wait(10)
-    with collector_paused():
-        pass
-    assert not gc.isenabled(), "the other thread is still inside"
-    release.set()
-    other.join(10)
+    try:
+        yield
+    finally:
+        release.set()
+        other.join(10)
+
+
+def test_the_last_of_two_threads_to_leave_turns_it_back_on() -> None:
+    gc.enable()
+    with _held_by_another_thread():
+        with collector_paused():
+            pass
+        assert not gc.isenabled(), "the other thread is still inside"
     assert gc.isenabled()
 
 
@@ -79,24 +89,13 @@ def test_loading_and_saving_leave_the_collector_as_they_found_it(tmp_path: Path)
 
 def test_a_child_forked_while_another_thread_holds_the_pause_gets_the_collector_back() -> None:
     gc.enable()
-    inside, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with collector_paused():
-            inside.set()
-            release.wait(10)
-
-    other = threading.Thread(target=hold)
-    other.start()
-    assert inside.wait(10)
-    pid = os.fork()
-    if pid == 0:  # the child: the holding thread does not exist here
-        ok = gc.isenabled()
-        with collector_paused():
-            ok = ok and not gc.isenabled()
-        os._exit(0 if ok and gc.isenabled() else 1)
-    _, status = os.waitpid(pid, 0)
-    release.set()
-    other.join(10)
+    with _held_by_another_thread():
+        pid = os.fork()
+        if pid == 0:  # the child: the holding thread does not exist here
+            ok = gc.isenabled()
+            with collector_paused():
+                ok = ok and not gc.isenabled()
+            os._exit(0 if ok and gc.isenabled() else 1)
+        _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert gc.isenabled()

@@ -23,14 +23,20 @@ def _put(saver: HandoffSaver, config: Any, checkpoint: Any) -> Any:
     return saver.put(config, checkpoint, {}, {"n": checkpoint["channel_versions"]["n"]})
 
 
+def _chain(saver: HandoffSaver, steps: int) -> tuple[Any, Any]:
+    """Put *steps* checkpoints on thread "t", each the child of the one before: the last config and checkpoint."""
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    base = empty_checkpoint()
+    for step in range(steps):
+        base = _checkpoint(base, step)
+        config = _put(saver, config, base)
+    return config, base
+
+
 def test_keep_never_drops_the_writes_of_a_checkpoint_newer_than_those_kept(tmp_path: Path) -> None:
     """LangGraph's async durability writes a step's results before that step's checkpoint is put."""
     saver = HandoffSaver(tmp_path / "graphs", keep=2)
-    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    base = empty_checkpoint()
-    for step in range(3):
-        base = _checkpoint(base, step)
-        config = _put(saver, config, base)
+    config, base = _chain(saver, 3)
     ahead = _checkpoint(base, 3)  # its writes land first, then an older put prunes
     ahead_config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": ahead["id"]}}
     saver.put_writes(ahead_config, [("n", "result")], task_id="task")
@@ -58,11 +64,7 @@ def test_a_torn_writes_line_left_by_a_crash_is_cut_before_the_next_append(tmp_pa
 
 def test_a_damaged_old_checkpoint_leaves_the_newest_readable_and_prune_clears_it(tmp_path: Path) -> None:
     saver = HandoffSaver(tmp_path / "graphs")
-    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    base = empty_checkpoint()
-    for step in range(3):
-        base = _checkpoint(base, step)
-        config = _put(saver, config, base)
+    _chain(saver, 3)
     oldest = tmp_path / "graphs" / "t" / "history" / "00000001.json"
     oldest.write_bytes(oldest.read_bytes()[:100])
     newest = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
@@ -77,11 +79,7 @@ def test_a_damaged_old_checkpoint_leaves_the_newest_readable_and_prune_clears_it
 
 def test_a_damaged_newest_checkpoint_is_an_error_not_the_one_before(tmp_path: Path) -> None:
     saver = HandoffSaver(tmp_path / "graphs")
-    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    base = empty_checkpoint()
-    for step in range(2):
-        base = _checkpoint(base, step)
-        config = _put(saver, config, base)
+    _chain(saver, 2)
     newest = tmp_path / "graphs" / "t" / "history" / "00000002.json"
     newest.write_bytes(newest.read_bytes()[:100])
     with pytest.raises(HandoffError, match="00000002"):
