@@ -12,8 +12,9 @@ from handoff_files.thread.settings import ThreadSettings
 
 __all__ = ["Head", "HeadTracker", "find_head"]
 
-# what identifies the primary a store wrote last: inode, mtime, size, and the newest generation listed
-_Key = tuple[int, int, int, int]
+# what identifies the disk a store wrote last: the primary's and the journal's inode, mtime and
+# size, and the newest generation listed
+_Key = tuple[tuple[int, int, int], tuple[int, int, int], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,22 +71,19 @@ class HeadTracker:
     def current(self, listing: list[tuple[int, str]]) -> Head:
         """The head the next save chains from (call under the writers' lock).
 
-        The head this store wrote last is reused while the primary is the same file (inode,
-        mtime, size) and ``history/`` holds no newer generation; otherwise the disk is scanned.
+        The head this store wrote last is reused while the primary and the journal are the same
+        files (inode, mtime, size) and ``history/`` holds no newer generation; otherwise the disk
+        is scanned. The journal counts: a journal-first save commits there alone, and a writer
+        killed just after its commit point leaves the primary and ``history/`` as they were.
 
         :param listing: ``history/``'s generation files, newest first (:meth:`ThreadDir.generations`).
         :returns: the head.
         :raises HandoffError: if the disk must be scanned and cannot be read.
         """
         if self._cache is not None:
-            try:
-                st = os.lstat(self._thread.primary)
-            except OSError:
-                pass  # scan the disk below, which names what is wrong
-            else:
-                newest_listed = listing[0][0] if listing else 0
-                if self._cache[0] == (st.st_ino, st.st_mtime_ns, st.st_size, newest_listed):
-                    return self._cache[1]
+            newest_listed = listing[0][0] if listing else 0
+            if self._cache[0] == self._key(newest_listed):
+                return self._cache[1]
         return find_head(self._thread)
 
     def remember(self, head: Head) -> None:
@@ -93,9 +91,19 @@ class HeadTracker:
 
         :param head: the head after the save.
         """
+        key = self._key(head.generation)
+        # a file that cannot be seen: the save is durable; the next one just scans the disk again
+        self._cache = None if key is None else (key, head)
+
+    def _key(self, newest_listed: int) -> _Key | None:
+        """The primary's and the journal's identity, with the newest generation listed (None: unseen)."""
         try:
-            st = os.lstat(self._thread.primary)
+            primary = os.lstat(self._thread.primary)
+            journal = os.lstat(self._thread.layout.journal)
         except OSError:
-            self._cache = None  # the save is durable; the next one just scans the disk again
-        else:
-            self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size, head.generation), head)
+            return None  # scan the disk, which names what is wrong
+        return (
+            (primary.st_ino, primary.st_mtime_ns, primary.st_size),
+            (journal.st_ino, journal.st_mtime_ns, journal.st_size),
+            newest_listed,
+        )

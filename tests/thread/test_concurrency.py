@@ -13,6 +13,7 @@ from typing import NamedTuple
 import pytest
 
 from handoff_files import HandoffError, HandoffStore, load
+from handoff_files.thread.journal import Journal
 from tests.writer_child import READY, Ack, WriterProcess, check_chain, content, read_thread, seal_text
 
 #: Large enough that history/ keeps every generation, so every ACK can be checked against its file.
@@ -211,3 +212,41 @@ def test_restore_mid_save_does_not_report_an_interrupted_save(mid_save: Path) ->
     restored = HandoffStore(mid_save).restore()
     assert restored.generation == 2
     assert not any("interrupted" in problem for problem in restored.problems), restored.problems
+
+
+# a journal-first save SIGKILLed just after its commit point (the journal line is durable) and
+# before any of its copies: history/, the primary and state.json still show the generation before
+_KILLED_AFTER_JOURNAL_COMMIT = """
+import os, signal, sys
+from handoff_files import HandoffStore
+from handoff_files.thread import commit
+from tests.writer_child import content
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+commit.write_durable = killed
+HandoffStore(sys.argv[1], durability="journal").save(content("killed", 1, 0))
+"""
+
+
+@pytest.mark.parametrize("durability", ["journal", "full"])
+def test_a_store_never_reuses_a_generation_another_writer_committed_to_the_journal_only(
+    thread_dir: Path, python: str, subprocess_env: dict[str, str], durability: str
+) -> None:
+    # the surviving store remembers the head it wrote; the killed writer's generation lives only
+    # in the journal, so a head remembered by the primary's identity alone would be reused
+    store = HandoffStore(thread_dir, durability=durability)  # type: ignore[arg-type]
+    store.save(content("alive", 1, 0))
+    killed = subprocess.run(
+        [python, "-c", _KILLED_AFTER_JOURNAL_COMMIT, str(thread_dir)], env=subprocess_env, check=False
+    )
+    assert killed.returncode == -9
+    assert not (thread_dir / "history" / "00000002.json").exists()
+    committed, document = next(Journal(thread_dir).committed_documents())  # read-only: a restore would append
+    assert committed.generation == 2
+    assert document is not None
+    receipt = store.save(content("alive", 2, 0))
+    assert receipt.generation == 3
+    assert load(thread_dir / "handoff.json").parent == committed.seal
+    assert HandoffStore(thread_dir).restore().generation == 3
