@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         UnknownRequestError,
         UnsealedEditError,
         UnsupportedVersionError,
+        WrongCodeError,
     )
     from handoff_files.inbox.capabilities import AgentRegistry
     from handoff_files.inbox.fallback import request_handoff_with_fallback
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from handoff_files.run.killrun import Killer
     from handoff_files.run.supervise import RunResult, supervise
     from handoff_files.thread.layout import ThreadDir
-    from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
+    from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
     from handoff_files.thread.store import Durability, HandoffStore
     from handoff_files.thread.validate import Validation, validate
     from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from handoff_files.transfers.local_blobs import LocalBlobStore
     from handoff_files.transfers.remote import FsspecBlobStore
     from handoff_files.transfers.trim import trim_context
+    from handoff_files.uptake.briefing import Briefing, brief, briefing_for
     from handoff_files.watchers.directory import DirectoryWatch, watch_directory
     from handoff_files.watchers.watcher import Watcher, watch
 
@@ -96,6 +98,7 @@ _EXPORTS: Final[dict[str, str]] = {
     "UnknownRequestError": "handoff_files.foundation.errors",
     "UnsealedEditError": "handoff_files.foundation.errors",
     "UnsupportedVersionError": "handoff_files.foundation.errors",
+    "WrongCodeError": "handoff_files.foundation.errors",
     "Context": "handoff_files.format.model",
     "Decision": "handoff_files.format.model",
     "Handoff": "handoff_files.format.model",
@@ -108,6 +111,7 @@ _EXPORTS: Final[dict[str, str]] = {
     "State": "handoff_files.format.model",
     "Warning": "handoff_files.format.model",
     "load": "handoff_files.format.loader",
+    "Acknowledgement": "handoff_files.thread.results",
     "HistoryEntry": "handoff_files.thread.results",
     "MigrationReport": "handoff_files.thread.results",
     "Restored": "handoff_files.thread.results",
@@ -117,6 +121,9 @@ _EXPORTS: Final[dict[str, str]] = {
     "ThreadDir": "handoff_files.thread.layout",
     "Validation": "handoff_files.thread.validate",
     "validate": "handoff_files.thread.validate",
+    "Briefing": "handoff_files.uptake.briefing",
+    "brief": "handoff_files.uptake.briefing",
+    "briefing_for": "handoff_files.uptake.briefing",
     "Watcher": "handoff_files.watchers.watcher",
     "watch": "handoff_files.watchers.watcher",
     "DirectoryWatch": "handoff_files.watchers.directory",
@@ -148,12 +155,14 @@ _EXPORTS: Final[dict[str, str]] = {
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Acknowledgement",
     "AdoptResult",
     "AgentRegistry",
     "BlobError",
     "BlobIntegrityError",
     "BlobNotFoundError",
     "BlobStore",
+    "Briefing",
     "CapabilityError",
     "ChecksumMismatchError",
     "Context",
@@ -203,8 +212,11 @@ __all__ = [
     "Validation",
     "Warning",
     "Watcher",
+    "WrongCodeError",
     "__version__",
     "adopt_checkpoint",
+    "brief",
+    "briefing_for",
     "handoff_checkpoint",
     "load",
     "open_blobs",

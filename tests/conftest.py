@@ -17,6 +17,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _ack_key(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Acknowledgement codes come from a key made for this run, never the user's own (children inherit it)."""
+    os.environ["HANDOFF_FILES_KEY"] = str(tmp_path_factory.mktemp("ack-key") / "ack.key")
+
+
 @pytest.fixture
 def thread_dir(tmp_path: Path) -> Path:
     """A fresh, not yet created thread directory with a valid name (the store takes ids from it)."""

@@ -26,8 +26,11 @@ LAYERS: Final[dict[str, int]] = {
     "watchers": 4,
     "transfers": 4,
     "langgraph": 4,  # the LangGraph checkpointer, on the thread layer (the optional extra)
+    "uptake": 4,  # the briefing written for a model, on the thread layer
     "inbox": 5,
     "run": 6,
+    "hooks": 6,  # coding-agent hooks (Claude Code, Codex, Cursor) and their installer
+    "mcp": 6,  # the MCP server (the optional extra)
     "cli": 7,
     "testing": 7,
     "compat": 7,

@@ -1,9 +1,9 @@
 """SW4RM compatibility: its handoff module's names in one place; a thread's context imported from or exported to it.
 
 SW4RM's types live in :mod:`~handoff_files.compat.sw4rm_types` (request, response),
-:mod:`~handoff_files.compat.sw4rm_context` (the context and its wire format) and
-:mod:`~handoff_files.compat.sw4rm_client` (the client); they are re-exported here, under the
-names SW4RM's ``handoff`` module gives them.
+:mod:`~handoff_files.compat.sw4rm_context` (the context and its wire format),
+:mod:`~handoff_files.compat.sw4rm_client` (the client) and :mod:`~handoff_files.compat.sw4rm_agent`
+(SW4RM's ``Agent`` shape on the inbox); they are re-exported here, under the names SW4RM gives them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import pydantic
 
+from handoff_files.compat.sw4rm_agent import Agent, AgentState
 from handoff_files.compat.sw4rm_client import HandoffClient
 from handoff_files.compat.sw4rm_context import HandoffContext, check_shape, deserialize_context, serialize_context
 from handoff_files.compat.sw4rm_types import HandoffRequest, HandoffResponse, to_response
@@ -33,6 +34,8 @@ from handoff_files.thread.store import HandoffStore
 
 __all__ = [
     "EXTRA_KEY",
+    "Agent",
+    "AgentState",
     "HandoffClient",
     "HandoffContext",
     "HandoffRequest",

@@ -32,6 +32,7 @@ __all__ = [
     "UnknownRequestError",
     "UnsealedEditError",
     "UnsupportedVersionError",
+    "WrongCodeError",
 ]
 
 
@@ -156,3 +157,7 @@ class UnknownRequestError(HandoffError, ValueError):
 
 class CapabilityError(HandoffError):
     """The agent registry cannot be read, or names an agent or capability wrongly."""
+
+
+class WrongCodeError(HandoffError):
+    """An acknowledgement code that is not the current generation's briefing's (journaled as such)."""

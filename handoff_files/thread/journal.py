@@ -27,6 +27,8 @@ EVENTS: Final = frozenset(
         "saved",
         "restored",
         "resumed",
+        "unacknowledged",
+        "hook",
         "migrated",
         "sealed",
         "repaired",

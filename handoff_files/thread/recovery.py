@@ -28,6 +28,7 @@ __all__ = [
     "Scan",
     "acknowledge",
     "journal_saves",
+    "refuse_acknowledgement",
     "restore",
     "scan",
     "summary_fields",
@@ -188,22 +189,26 @@ def _rebuild(mirror: Mirror, last: Entry | None) -> tuple[Handoff | None, str | 
         return None, describe(exc)
 
 
-def acknowledge(thread: ThreadSettings, restored: Restored) -> None:
+def acknowledge(thread: ThreadSettings, restored: Restored, *, with_code: bool) -> None:
     """Write the "resumed from generation N" journal line, and note the restore in state.json. Writes.
 
-    Takes the writers' lock; the thread directory must exist.
+    Takes the writers' lock; the thread directory must exist. The code itself is never written:
+    the thread's files must not give it away.
 
     :param thread: the restored thread.
     :param restored: what the agent took in.
+    :param with_code: whether the agent gave its briefing's acknowledgement code (checked by the caller).
     :raises HandoffWriteError: if the journal line or state.json cannot be written.
     """
+    how = "acknowledged with the briefing's code" if with_code else "acknowledged without a code"
     with thread.lock.held():
         thread.journal.append(
             "resumed",
             generation=restored.generation,
             seal=str(restored.handoff.seal) if restored.handoff.seal else None,
-            summary=f"resumed from generation {restored.generation} ({restored.source})",
+            summary=f"resumed from generation {restored.generation} ({restored.source}), {how}",
             source=restored.source,
+            code="right" if with_code else "missing",
         )
         try:
             mirror = read_mirror(thread.layout.mirror)
@@ -226,4 +231,20 @@ def acknowledge(thread: ThreadSettings, restored: Restored) -> None:
                 saves=mirror.saves,
                 last_restore=last_restore,
             ),
+        )
+
+
+def refuse_acknowledgement(thread: ThreadSettings, restored: Restored, *, why: str) -> None:
+    """Journal a refused acknowledgement: a wrong or missing code for *restored*'s generation. Writes.
+
+    :param why: ``"wrong"`` or ``"missing"``.
+    :raises HandoffWriteError: if the journal line cannot be written.
+    """
+    with thread.lock.held():
+        thread.journal.append(
+            "unacknowledged",
+            generation=restored.generation,
+            seal=str(restored.handoff.seal) if restored.handoff.seal else None,
+            summary=f"a {why} acknowledgement code for generation {restored.generation}: not acknowledged",
+            code=why,
         )

@@ -9,7 +9,7 @@ from typing import Literal
 
 from handoff_files.format.model import Handoff
 
-__all__ = ["HistoryEntry", "MigrationReport", "Restored", "SaveReceipt"]
+__all__ = ["Acknowledgement", "HistoryEntry", "MigrationReport", "Restored", "SaveReceipt"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,15 @@ class Restored:
     def generation(self) -> int:
         """The restored generation."""
         return self.handoff.generation
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledgement:
+    """An accepted acknowledgement: the generation the agent took in, and whether it gave the briefing's code."""
+
+    generation: int
+    source: str
+    with_code: bool
 
 
 @dataclass(frozen=True, slots=True)

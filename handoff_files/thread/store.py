@@ -29,7 +29,7 @@ from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import list_history
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir
-from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored, SaveReceipt
+from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
 
 # the layout's names and the settings' durabilities are re-exported: callers took them from the store
@@ -371,14 +371,25 @@ class HandoffStore:
             restored = replace(restored, problems=(*restored.problems, closed))
         return restored
 
-    def acknowledge(self, restored: Restored) -> None:
-        """Record that the agent took *restored* in: the journal's "resumed from generation N" line.
+    def acknowledge(self, restored: Restored | None = None, *, code: str | None = None) -> Acknowledgement:
+        """Record that the agent took *restored* (default: the current generation) in: a journal "resumed" line.
 
-        A supervisor that restarted the agent looks for this line; a restore the agent never
-        acknowledges is an agent that started without its context. Writes (under the lock).
+        A supervisor looks for this line: a restore never acknowledged is an agent that started without
+        its context. With *code* (its briefing's, :func:`~handoff_files.brief`) the line says the agent
+        read the briefing; a wrong code is refused. Writes (under the lock).
+
+        :raises WrongCodeError: if *code* is not the generation's code (the refusal is journaled).
         """
         self.init()
-        recovery.acknowledge(self._thread, restored)
+        from handoff_files.thread.ackcode import accept  # noqa: PLC0415 -- only an acknowledgement needs the key
+
+        return accept(self._thread, restored or self.restore(), code)
+
+    def note(self, event: str, summary: str, **fields: Any) -> None:
+        """Append one journal line for *event* (a hook's session start, say); raises HandoffWriteError. Writes."""
+        self.init()
+        with self.locked():
+            self._thread.journal.append(event, generation=None, seal=None, summary=summary, **fields)
 
     def history(self) -> list[HistoryEntry]:
         """List the generations in ``history/``, newest first, each verified; a bad primary is listed first.

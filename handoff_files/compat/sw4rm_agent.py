@@ -1,0 +1,317 @@
+"""SW4RM's Agent, its handoff side: describe, initiate and receive handoffs through the compat client."""
+
+from __future__ import annotations
+
+import logging
+from enum import IntEnum
+from typing import Final, TypeAlias
+
+from handoff_files.compat.sw4rm_client import HandoffClient
+from handoff_files.compat.sw4rm_context import HandoffContext, deserialize_context, serialize_context
+from handoff_files.compat.sw4rm_types import HANDOFF_ID_KEY, HandoffRequest, HandoffResponse
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, InvalidTransitionError
+from handoff_files.inbox.request import MAX_REASON
+
+__all__ = ["Agent", "AgentState", "Decision"]
+
+#: What :meth:`Agent.on_handoff_request` may answer. ``None`` (SW4RM's default hook answers it) and
+#: ``True`` accept; a :class:`HandoffResponse` accepts or rejects as its ``accepted`` says (with its
+#: ``rejection_reason``); a non-empty string rejects with that reason; ``False`` rejects.
+Decision: TypeAlias = HandoffResponse | bool | str | None
+
+logger = logging.getLogger(__name__)
+
+
+class AgentState(IntEnum):
+    """The states this agent moves through, with SW4RM's numbers and names.
+
+    SW4RM's agent has nine more (RUNNING, WAITING, SUSPENDED …) for its scheduler; none of
+    them bears on a handoff, so they are not modelled here.
+    """
+
+    INITIALIZING = 0
+    RUNNABLE = 1
+    SCHEDULED = 2
+
+
+# each move this shape knows: from the one state it is allowed in
+_FROM: Final = {AgentState.RUNNABLE: AgentState.INITIALIZING, AgentState.SCHEDULED: AgentState.RUNNABLE}
+_VERB: Final = {AgentState.RUNNABLE: "start", AgentState.SCHEDULED: "schedule"}
+
+
+class Agent:
+    """An agent as SW4RM's ``sw4rm.runtime.agent.Agent`` shapes it, for its handoffs.
+
+    Sending: :meth:`initiate_handoff` snapshots :meth:`get_handoff_context` and requests the
+    handoff through a :class:`~handoff_files.compat.sw4rm_client.HandoffClient`, as SW4RM's does.
+    Receiving: SW4RM only declares :meth:`on_handoff_request` and :meth:`on_handoff_received`
+    for subclasses to override; :meth:`receive_handoffs` is what calls them, for each request
+    pending for this agent: decide, claim, hand over the context, complete. So a subclass
+    written for SW4RM runs unchanged, in memory or, with ``HANDOFF_INBOX`` set (or a client on an
+    inbox given), on a handoff inbox shared by every process using that directory.
+
+    Errors are :class:`~handoff_files.foundation.errors.HandoffError` subclasses whose path is
+    ``<agent AGENT_ID>`` (or, for what the client refuses, the inbox): a move out of order is an
+    :class:`~handoff_files.foundation.errors.InvalidTransitionError` (a ``ValueError`` too), bad
+    input a :class:`~handoff_files.foundation.errors.HandoffValidationError`.
+
+    :param agent_id: this agent's id: requests are addressed to it (an inbox takes only ids of 1
+        to 64 letters, digits, ``.``, ``_`` and ``-``).
+    :param name: a name for people, carried in the handoff context.
+    :param client: the client every call uses; by default a new ``HandoffClient()`` for each
+        call, as SW4RM's agent makes one, so ``HANDOFF_INBOX`` is read when the call is made.
+    :raises HandoffValidationError: if *agent_id* or *name* is not a non-empty string, or
+        *client* is not a :class:`HandoffClient`.
+    """
+
+    def __init__(self, agent_id: str, name: str, *, client: HandoffClient | None = None) -> None:
+        where = f"<agent {agent_id}>" if isinstance(agent_id, str) and agent_id.strip() else "<agent>"
+        self.agent_id = _check_text(agent_id, "agent_id", where)
+        self.name = _check_text(name, "name", where)
+        if client is not None and not isinstance(client, HandoffClient):
+            msg = f"client must be a HandoffClient, not {type(client).__name__}"
+            raise HandoffValidationError(where, msg)
+        self._where = where
+        self._client = client
+        self._state = AgentState.INITIALIZING
+        self._current_task_id: str | None = None
+        #: What the last :meth:`receive_handoffs` listing skipped (damaged requests, missing contexts).
+        self.problems: tuple[HandoffError, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Agent(id={self.agent_id!r}, name={self.name!r}, state={self.state_name})"
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        """The current state (an int, as SW4RM's, so it compares equal to SW4RM's constants)."""
+        return self._state
+
+    @property
+    def state_name(self) -> str:
+        """The current state's name: ``"INITIALIZING"``, ``"RUNNABLE"`` or ``"SCHEDULED"``."""
+        return self._state.name
+
+    @property
+    def current_task_id(self) -> str | None:
+        """The task :meth:`schedule` assigned, or None."""
+        return self._current_task_id
+
+    @property
+    def client(self) -> HandoffClient:
+        """The client the next call uses: the one given, or a new ``HandoffClient()``."""
+        return self._client if self._client is not None else HandoffClient()
+
+    def start(self) -> None:
+        """INITIALIZING → RUNNABLE: the agent is ready for work; :meth:`on_startup` runs first.
+
+        :raises InvalidTransitionError: if the agent has already started.
+        """
+        self._check_move(AgentState.RUNNABLE)
+        self.on_startup()
+        self._move(AgentState.RUNNABLE)
+
+    def schedule(self, task_id: str) -> None:
+        """RUNNABLE → SCHEDULED with *task_id*, then :meth:`on_scheduled`.
+
+        The task id is set only if the move is allowed (SW4RM's sets it first, even when the move fails).
+
+        :raises HandoffValidationError: if *task_id* is not a non-empty string.
+        :raises InvalidTransitionError: if the agent is not RUNNABLE.
+        """
+        _check_text(task_id, "task_id", self._where)
+        self._check_move(AgentState.SCHEDULED)
+        self._current_task_id = task_id
+        self._move(AgentState.SCHEDULED)
+        self.on_scheduled(task_id)
+
+    def _check_move(self, new: AgentState) -> None:
+        allowed = _FROM[new]
+        if self._state is not allowed:
+            msg = (
+                f"cannot {_VERB[new]} agent {self.agent_id}: it is {self.state_name}, not {allowed.name}; "
+                f"only a {allowed.name} agent can become {new.name}"
+            )
+            raise InvalidTransitionError(self._where, msg)
+
+    def _move(self, new: AgentState) -> None:
+        old, self._state = self._state, new
+        self.on_state_change(old, new)
+
+    # -- hooks, for subclasses -----------------------------------------------------------------
+
+    def on_startup(self) -> None:
+        """Called by :meth:`start` before the agent becomes RUNNABLE. Does nothing here."""
+
+    def on_scheduled(self, task_id: str) -> None:
+        """Called by :meth:`schedule` once the agent is SCHEDULED with *task_id*. Does nothing here."""
+
+    def on_state_change(self, old_state: int, new_state: int) -> None:
+        """Called after every change of state, with the states before and after. Does nothing here."""
+
+    def on_handoff_request(self, request: HandoffRequest) -> Decision:
+        """Decide on a handoff another agent requests of this one; :meth:`receive_handoffs` calls it.
+
+        Does nothing here and answers None, which accepts, as an SW4RM agent that does not
+        override it takes the work. See :data:`Decision` for the answers that reject.
+
+        :param request: the request, with its id in ``metadata["handoff_id"]``.
+        """
+        return None
+
+    def on_handoff_received(self, context: HandoffContext) -> None:
+        """Take over from *context*; :meth:`receive_handoffs` calls it once the request is ACCEPTED.
+
+        Does nothing here. A request sent without a context gives an empty one.
+        """
+
+    # -- handoffs ------------------------------------------------------------------------------
+
+    def get_handoff_context(self) -> HandoffContext:
+        """What a receiver needs to carry on from this agent; override to add history and tool state.
+
+        :returns: an empty history and tool state, and in ``metadata`` the agent's ``agent_id``,
+            ``agent_name``, ``state`` (its name) and ``task_id`` (None if unscheduled).
+        """
+        metadata = {
+            "agent_id": self.agent_id,
+            "agent_name": self.name,
+            "state": self.state_name,
+            "task_id": self._current_task_id,
+        }
+        return HandoffContext(conversation_history=[], tool_state={}, metadata=metadata)
+
+    def initiate_handoff(self, to_agent: str, reason: str) -> HandoffResponse:
+        """Ask *to_agent* to take over, sending :meth:`get_handoff_context` as the request's context.
+
+        The request's ``metadata`` holds ``current_state`` and ``current_task_id``, and its
+        ``preserve_history`` is True, as SW4RM's agent sends them.
+
+        :returns: the client's answer: PENDING, ``accepted`` True, with the new handoff's id.
+        :raises HandoffValidationError: if *to_agent* is not a non-empty string other than this
+            agent's id, *reason* is not a string, or the context is not a :class:`HandoffContext`
+            that serializes; as :meth:`HandoffClient.request_handoff` raises (an inbox refuses
+            ids that are not names, and reasons over 2,000 characters).
+        :raises HandoffError: if the request cannot be written.
+        """
+        _check_text(to_agent, "to_agent", self._where)
+        if to_agent == self.agent_id:
+            msg = f"agent {self.agent_id} cannot hand off to itself; name another agent as to_agent"
+            raise HandoffValidationError(self._where, msg)
+        if not isinstance(reason, str):
+            msg = f"reason must be a string, not {type(reason).__name__}"
+            raise HandoffValidationError(self._where, msg)
+        request = HandoffRequest(
+            from_agent=self.agent_id,
+            to_agent=to_agent,
+            reason=reason,
+            context_snapshot=self._snapshot(),
+            preserve_history=True,
+            capabilities_required=[],
+            metadata={"current_state": self.state_name, "current_task_id": self._current_task_id},
+        )
+        return self.client.request_handoff(request)
+
+    def _snapshot(self) -> bytes:
+        context = self.get_handoff_context()
+        if not isinstance(context, HandoffContext):
+            msg = f"get_handoff_context() must return a HandoffContext, not {type(context).__name__}"
+            raise HandoffValidationError(self._where, msg)
+        try:
+            return serialize_context(context)
+        except ValueError as exc:
+            msg = f"the context get_handoff_context() returned cannot be sent: {exc}"
+            raise HandoffValidationError(self._where, msg) from exc
+
+    def receive_handoffs(self) -> list[HandoffResponse]:
+        """Take each request pending for this agent, oldest (in an inbox: most urgent) first.
+
+        For each: :meth:`on_handoff_request` decides (a hook that raises rejects, with the
+        exception's text); an accepted request's ``context_snapshot`` must read as an SW4RM
+        context, or it is rejected saying why; the request is claimed (ACCEPTED; of agents racing
+        for one request exactly one wins, and the others pass over it); :meth:`on_handoff_received`
+        gets the context; the request is marked COMPLETED. If :meth:`on_handoff_received` raises,
+        the error is logged and the request stays ACCEPTED: it is this agent's, and the caller
+        completes it (``client.complete_handoff``) once it has dealt with it.
+
+        Requests the listing skipped (a damaged file, a context blob missing or altered) are in
+        :attr:`problems`; they stay PENDING.
+
+        :returns: the answers of the requests this call settled, in order: REJECTED, COMPLETED,
+            or ACCEPTED where :meth:`on_handoff_received` raised. A request another agent took
+            first, or that expired meanwhile, is not among them.
+        :raises HandoffError: if the requests cannot be listed or changed (an inbox's agent id
+            must be a name: :class:`~handoff_files.foundation.errors.InvalidNameError`).
+        """
+        client = self.client
+        pending = client.get_pending_handoffs(self.agent_id)
+        self.problems = client.problems
+        answers = []
+        for request in pending:
+            answer = self._receive(client, request)
+            if answer is not None:
+                answers.append(answer)
+        return answers
+
+    def _receive(self, client: HandoffClient, request: HandoffRequest) -> HandoffResponse | None:
+        """Decide, check the context, claim, hand it over, complete: the last answer, or None if lost."""
+        handoff_id = str(request.metadata[HANDOFF_ID_KEY])  # read before the hook, which may change its copy
+        snapshot = request.context_snapshot
+        refusal = self._ask(request)
+        context = HandoffContext()
+        if refusal is None and snapshot is not None:
+            try:
+                context = deserialize_context(snapshot)
+            except (TypeError, ValueError) as exc:
+                refusal = f"its context_snapshot is not an SW4RM context: {exc}"
+        try:
+            if refusal is not None:
+                return client.reject_handoff(handoff_id, refusal[:MAX_REASON])
+            accepted = client.accept_handoff(handoff_id)
+        except InvalidTransitionError as exc:
+            # another agent settled it first, or it expired meanwhile: not ours any more
+            logger.info("agent %s: passed over handoff %s: %s", self.agent_id, handoff_id, exc)
+            return None
+        try:
+            self.on_handoff_received(context)
+        except Exception:
+            logger.exception(
+                "agent %s: on_handoff_received raised; handoff %s stays ACCEPTED", self.agent_id, handoff_id
+            )
+            return accepted
+        return client.complete_handoff(handoff_id)
+
+    def _ask(self, request: HandoffRequest) -> str | None:
+        """The hook's decision: None to accept, else the reason to reject with."""
+        try:
+            answer = self.on_handoff_request(request)
+        except Exception as exc:
+            logger.exception("agent %s: on_handoff_request raised; rejecting", self.agent_id)
+            return f"{self.agent_id}'s on_handoff_request raised {type(exc).__name__}: {exc}"
+        return _refusal(answer, self.agent_id)
+
+
+def _refusal(answer: object, agent_id: str) -> str | None:
+    """What a :data:`Decision` means: None to accept, else the reason to reject with (never empty)."""
+    if isinstance(answer, HandoffResponse):
+        # a refusal without a reason reads as False: declined
+        reason = answer.rejection_reason
+        answer = None if answer.accepted else reason if isinstance(reason, str) else False
+    if answer is None or answer is True:
+        return None
+    if isinstance(answer, str) and answer.strip():
+        return answer
+    if answer is False or isinstance(answer, str):
+        return f"declined by {agent_id}"
+    kind = type(answer).__name__
+    return f"{agent_id}'s on_handoff_request returned {kind}, not None, a bool, a reason or a HandoffResponse"
+
+
+def _check_text(value: object, what: str, where: str) -> str:
+    """*value* if it is a non-empty string; else HandoffValidationError naming *what* and *where*."""
+    if not isinstance(value, str) or not value.strip():
+        found = "an empty string" if isinstance(value, str) else type(value).__name__
+        msg = f"{what} must be a non-empty string, not {found}"
+        raise HandoffValidationError(where, msg)
+    return value

@@ -1,0 +1,1 @@
+"""Uptake: the restored handoff written for a model's context, and the code that proves it was read."""

@@ -1,0 +1,132 @@
+"""The briefing: most urgent first, within the budget, naming what it left out, the same for the same generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from handoff_files import HandoffStore, NoHandoffError, brief, briefing_for
+from handoff_files.thread.ackcode import code_for
+from handoff_files.uptake.briefing import MIN_BUDGET
+
+
+def _layers(*, narrative: str = "We moved the parser to orjson.", tasks: int = 2) -> dict[str, Any]:
+    return {
+        "narrative": narrative,
+        "priorities": [
+            {"task": "tidy the docs", "urgency": "if_time_permits"},
+            {"task": "fix the failing test", "urgency": "first"},
+            *({"task": f"task {n}", "urgency": "primary"} for n in range(tasks)),
+        ],
+        "warnings": [
+            {"text": "the cache is stale", "severity": "low"},
+            {"text": "never push to main", "severity": "critical"},
+        ],
+        "decisions": [
+            {"decision": "use orjson", "reason": "speed"},
+            {"decision": "drop Python 3.10", "reason": "wait for users", "status": "deferred"},
+        ],
+        "state": {"active_tasks": ["parser"], "blocked_tasks": ["release"], "data": {"branch": "parser-v2"}},
+    }
+
+
+def _saved(thread_dir: Path, layers: dict[str, Any]) -> HandoffStore:
+    store = HandoffStore(thread_dir)
+    store.save(layers)
+    return store
+
+
+def test_the_briefing_puts_what_to_do_first_then_dangers_then_the_story(thread_dir: Path) -> None:
+    briefing = brief(_saved(thread_dir, _layers()).restore())
+    text = briefing.text
+    order = [
+        "fix the failing test",
+        "task 0",
+        "tidy the docs",
+        "never push to main",
+        "the cache is stale",
+        "We moved the parser",
+        "drop Python 3.10",
+        "use orjson",
+        "active: parser",
+        "blocked: release",
+        '"branch":"parser-v2"',
+    ]
+    positions = [text.index(fact) for fact in order]
+    assert positions == sorted(positions)
+    assert briefing.omitted == ()
+    assert "Left out" not in text
+
+
+def test_the_briefing_ends_with_its_code_and_how_to_give_it(thread_dir: Path) -> None:
+    restored = _saved(thread_dir, _layers()).restore()
+    briefing = brief(restored)
+    assert briefing.code == code_for(restored.handoff)
+    assert (
+        briefing.text.rstrip().splitlines()[-1].startswith(f"Acknowledge this briefing with the code {briefing.code}")
+    )
+    assert f"handoff acknowledge {thread_dir} {briefing.code}" in briefing.text
+    assert briefing.to_json()["code"] == briefing.code
+    assert briefing.to_json()["generation"] == 1
+
+
+def test_the_same_generation_gives_the_same_briefing(thread_dir: Path) -> None:
+    store = _saved(thread_dir, _layers())
+    assert brief(store.restore()) == brief(HandoffStore(thread_dir).restore())
+
+
+@pytest.mark.parametrize("budget", [MIN_BUDGET, 1200, 2000, 4000])
+def test_a_long_handoff_fits_the_budget_and_names_what_it_left_out(thread_dir: Path, budget: int) -> None:
+    layers = _layers(narrative="The long story of the parser. " * 400, tasks=60)
+    briefing = brief(_saved(thread_dir, layers).restore(), budget=budget)
+    assert len(briefing.text) <= budget
+    assert briefing.omitted
+    assert "Left out for space" in briefing.text
+    assert f"handoff show {thread_dir}" in briefing.text
+    assert "fix the failing test" in briefing.text  # the most urgent is never the one dropped
+
+
+def test_a_narrative_that_does_not_fit_is_cut_at_a_word_and_said_so(thread_dir: Path) -> None:
+    layers = _layers(narrative="word " * 2000, tasks=0)
+    briefing = brief(_saved(thread_dir, layers).restore(), budget=3000)
+    assert "the end of the narrative" in briefing.omitted
+    assert "(cut: " in briefing.text
+    assert "wor …" not in briefing.text  # never mid-word
+
+
+@given(
+    narrative=st.text(max_size=3000),
+    tasks=st.lists(st.text(min_size=1, max_size=200), max_size=30),
+    budget=st.integers(MIN_BUDGET, 5000),
+)
+def test_any_handoff_fits_any_budget(
+    tmp_path_factory: pytest.TempPathFactory, narrative: str, tasks: list[str], budget: int
+) -> None:
+    thread = tmp_path_factory.mktemp("t") / "thread-1"
+    store = _saved(thread, {"narrative": narrative, "state": {"active_tasks": tasks}})
+    assert len(brief(store.restore(), budget=budget).text) <= budget
+
+
+def test_a_budget_below_the_minimum_is_refused(thread_dir: Path) -> None:
+    with pytest.raises(ValueError, match=f"at least {MIN_BUDGET}"):
+        brief(_saved(thread_dir, _layers()).restore(), budget=MIN_BUDGET - 1)
+
+
+def test_briefing_for_a_thread_with_nothing_saved_is_none(tmp_path: Path) -> None:
+    assert briefing_for(tmp_path / "never-made") is None
+    HandoffStore(tmp_path / "empty").init()
+    assert briefing_for(tmp_path / "empty") is None
+
+
+def test_briefing_for_a_thread_whose_saves_do_not_verify_is_an_error_not_a_fresh_start(thread_dir: Path) -> None:
+    _saved(thread_dir, _layers())
+    for path in [thread_dir / "handoff.json", *(thread_dir / "history").iterdir()]:
+        path.write_bytes(path.read_bytes().replace(b"orjson", b"ORJSON"))
+    (thread_dir / "journal.jsonl").unlink()
+    (thread_dir / "state.json").unlink()
+    with pytest.raises(NoHandoffError):
+        briefing_for(thread_dir)
