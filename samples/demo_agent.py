@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from handoff_files import HandoffStore, NoHandoffError
+from handoff_files import HandoffStore, NoHandoffError, brief
 
 STEPS = [
     "read the failing test report",
@@ -31,8 +31,11 @@ def main(thread: str, delay: float) -> int:
         print("agent: no handoff found, starting from the beginning", flush=True)
     else:
         done = list(restored.handoff.state.completed_tasks)
-        # the proof the context reached the agent: the supervisor waits for this journal line
-        store.acknowledge(restored)
+        # what a model would be shown first; acknowledging with the code it ends with proves it was read
+        # (the supervisor waits for this journal line)
+        briefing = brief(restored)
+        print(f"agent: read the briefing of generation {briefing.generation} ({len(briefing.text)} chars)", flush=True)
+        store.acknowledge(restored, code=briefing.code)
         print(
             f"agent: restored generation {restored.generation} from the {restored.source}; "
             f"{len(done)} of {len(STEPS)} steps already done, continuing with step {len(done) + 1} "

@@ -190,6 +190,7 @@ def cmd_run(args: argparse.Namespace) -> str:
         max_restarts=args.max_restarts,
         ack_timeout=args.ack_timeout,
         on_missing_ack="restart" if args.restart_on_missing_ack else "stop",
+        require_code=args.require_code,
     )
     args.failed = result.exit_code != 0
     # the story (restores, deaths, restarts, the reason) went to stderr as it happened; stdout is the agent's

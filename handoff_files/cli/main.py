@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_context_commands(add)
     _add_transfer_commands(add)
     _add_care_commands(add)
+    _add_agent_commands(add)
     return parser
 
 
@@ -158,6 +159,11 @@ def _add_care_commands(add: _Add) -> None:
         action="store_true",
         help="restart an agent that does not acknowledge its context (default: stop it and exit 1)",
     )
+    p.add_argument(
+        "--require-code",
+        action="store_true",
+        help="count only an acknowledgement with the briefing's code (`handoff brief`); default: report it",
+    )
     p.add_argument("agent_command", nargs="+", metavar="COMMAND", help="the agent's command, after --")
 
     p = add("history", _handler("commands", "history"), "list a thread's generations, newest first, each verified")
@@ -172,6 +178,25 @@ def _add_care_commands(add: _Add) -> None:
     p.add_argument("--keep", type=int, required=True, metavar="N", help="checkpoints kept per thread and namespace")
     p.add_argument("--thread", action="append", metavar="ID", help="only this thread id (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, and remove nothing")
+
+
+def _add_agent_commands(add: _Add) -> None:
+    """The subcommands for model agents: a briefing, its acknowledgement, the MCP server, the coding-agent hooks."""
+    p = add(
+        "brief",
+        _handler("commands_agents", "brief"),
+        "the restored handoff written for a model (priorities first), within a budget, with its acknowledgement code",
+    )
+    p.add_argument("dir", help="thread directory")
+    p.add_argument("--budget", type=int, default=6000, metavar="N", help="most characters (default 6000)")
+
+    p = add(
+        "acknowledge",
+        _handler("commands_agents", "acknowledge"),
+        "record that the agent read the current briefing: CODE is the one the briefing ends with",
+    )
+    p.add_argument("dir", help="thread directory")
+    p.add_argument("code", help="the briefing's acknowledgement code (XXXX-XXXX)")
 
 
 def _add_transfer_commands(add: _Add) -> None:

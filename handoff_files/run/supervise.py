@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal
 
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.run.acknowledged import AckCheck
 from handoff_files.run.process import (
     ForwardedSignals,
     exit_status,
@@ -22,7 +23,7 @@ from handoff_files.run.process import (
     stop_group,
     sweep_group,
 )
-from handoff_files.run.restart import AckWatch, Unrestorable, restore_or_reason, restore_story
+from handoff_files.run.restart import Unrestorable, restore_or_reason, restore_story
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
@@ -42,7 +43,8 @@ class RunResult:
     """How a supervised run ended.
 
     ``exit_code`` is what ``handoff run`` returns: 0 if the agent finished (exit 0), 1 otherwise.
-    ``acknowledged`` counts the starts the agent confirmed it took its context in;
+    ``acknowledged`` counts the starts the agent confirmed it took its context in, ``with_code``
+    those it confirmed with its briefing's acknowledgement code;
     ``last_generation`` is the thread's newest restorable generation when the run ended.
     """
 
@@ -51,6 +53,7 @@ class RunResult:
     acknowledged: int
     last_generation: int
     reason: str
+    with_code: int = 0
 
 
 def _to_stderr(message: str) -> None:
@@ -66,6 +69,7 @@ def supervise(
     max_backoff: float = 10.0,
     ack_timeout: float = 10.0,
     on_missing_ack: Literal["stop", "restart"] = "stop",
+    require_code: bool = False,
     grace: float = DEFAULT_GRACE,
     env: Mapping[str, str] | None = None,
     report: Report = _to_stderr,
@@ -93,6 +97,8 @@ def supervise(
     :param ack_timeout: seconds the agent has to acknowledge a restored generation.
     :param on_missing_ack: ``"stop"`` ends the run when an acknowledgement is missing; ``"restart"``
         restarts the agent (counted against *max_restarts*).
+    :param require_code: count only an acknowledgement with the briefing's code (:func:`~handoff_files.brief`);
+        without it, one without the code is accepted and reported.
     :param grace: seconds between SIGTERM and SIGKILL when the agent is stopped.
     :param env: the agent's base environment (default: this process's).
     :param report: called with each message in plain words (default: printed on stderr).
@@ -119,7 +125,7 @@ def supervise(
     run = _Supervisor(
         store,
         list(command),
-        _Policy(max_restarts, backoff, max_backoff, ack_timeout, on_missing_ack, grace),
+        _Policy(max_restarts, backoff, max_backoff, ack_timeout, on_missing_ack, require_code, grace),
         dict(os.environ if env is None else env),
         report,
     )
@@ -137,6 +143,7 @@ class _Policy:
     max_backoff: float
     ack_timeout: float
     on_missing_ack: Literal["stop", "restart"]
+    require_code: bool
     grace: float
 
 
@@ -164,6 +171,7 @@ class _Supervisor:
         self.signals = ForwardedSignals()
         self.restarts = 0
         self.acknowledged = 0
+        self.with_code = 0
         self.generation = 0
 
     # -- the run -----------------------------------------------------------------------------
@@ -201,12 +209,17 @@ class _Supervisor:
         if self.signals.caught:
             return self._stopped_by_signal(None)
         # the journal's newest "resumed" line before the start: the agent's must differ from it
-        ack = _Acknowledgement(self.journal, restored, self.report) if restored is not None else None
+        ack = (
+            AckCheck(self.journal, restored, self.report, require_code=self.policy.require_code)
+            if restored is not None
+            else None
+        )
         started = self._start(restored)
         if isinstance(started, str):
             return self._fail(started)
         outcome = self._watch(started, ack)
         self.acknowledged += outcome.acknowledged
+        self.with_code += ack is not None and ack.with_code
         why = self._why(outcome, restored)
         if outcome.kind == "signal":
             return self._stopped_by_signal(outcome)
@@ -238,7 +251,7 @@ class _Supervisor:
     def _result(self, exit_code: int, reason: str) -> RunResult:
         with contextlib.suppress(HandoffError):
             self.generation = self.store.restore().generation
-        return RunResult(exit_code, self.restarts, self.acknowledged, self.generation, reason)
+        return RunResult(exit_code, self.restarts, self.acknowledged, self.generation, reason, self.with_code)
 
     def _stopped_by_signal(self, outcome: _Outcome | None) -> RunResult:
         name = signal_name(self.signals.caught[0])
@@ -292,7 +305,7 @@ class _Supervisor:
         self.report(f"started the agent (pid {self.proc.pid}) on generation {self.generation}{wait}")
         return self.proc
 
-    def _watch(self, proc: subprocess.Popen[bytes], ack: _Acknowledgement | None) -> _Outcome:
+    def _watch(self, proc: subprocess.Popen[bytes], ack: AckCheck | None) -> _Outcome:
         """Wait until the agent exits, misses its acknowledgement, or a signal arrives."""
         started = time.monotonic()
         deadline = started + self.policy.ack_timeout
@@ -351,42 +364,6 @@ class _Supervisor:
     def _forget(self, proc: subprocess.Popen[bytes]) -> None:
         if self.proc is proc:
             self.proc = None  # reaped and swept: nothing of it is left to stop
-
-
-class _Acknowledgement:
-    """Whether the agent acknowledged the generation restored for it: a new "resumed" line of it or a newer one.
-
-    Each problem is told once: the supervisor looks every poll, a person needs to hear it once.
-    """
-
-    def __init__(self, journal: Journal, restored: Restored, report: Report) -> None:
-        self.restored = restored
-        self.report = report
-        self.told: set[str] = set()
-        self.watch = AckWatch(journal, on_error=self._unreadable)
-
-    def _unreadable(self, exc: HandoffError) -> None:
-        self._tell(f"cannot read the journal to see the acknowledgement: {exc.reason}")
-
-    def _tell(self, message: str) -> None:
-        if message not in self.told:
-            self.told.add(message)
-            self.report(message)
-
-    def arrived(self) -> bool:
-        """Whether a new "resumed" line of the restored generation (or a newer one) is in the journal."""
-        entry = self.watch.new_line()
-        if entry is None:
-            return False
-        generation = entry.generation
-        if isinstance(generation, int) and generation < self.restored.generation:
-            self._tell(
-                f"the agent acknowledged generation {generation}, older than generation "
-                f"{self.restored.generation} that was restored for it: that is not its context"
-            )
-            return False
-        self.report(f"the agent acknowledged its context: resumed from generation {generation}")
-        return True
 
 
 def _plural(count: int, noun: str) -> str:

@@ -58,7 +58,7 @@ print("ENV " + json.dumps({name: os.environ.get(name) for name in ("HANDOFF_DIR"
 
 _RESTORED = re.compile(r"^RESTORED GEN (\d+) STEP (\d+) EXPECTED (\d+)$")
 _STEP = re.compile(r"^STEP (\d+) GEN (\d+)$")
-_ACKED_REPORT = re.compile(r"the agent acknowledged its context: resumed from generation (\d+)$")
+_ACKED_REPORT = re.compile(r"the agent acknowledged its context: resumed from generation (\d+)\b")
 _RESTART_REPORT = re.compile(r"restarting in ([\d.e-]+) s from generation (\d+) \(restart (\d+) of \d+\)$")
 
 

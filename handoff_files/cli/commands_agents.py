@@ -1,0 +1,34 @@
+"""The commands for model agents: ``handoff brief``, ``handoff acknowledge`` (and the hooks' and MCP server's)."""
+
+from __future__ import annotations
+
+import argparse
+
+from handoff_files.cli.render import to_json
+from handoff_files.foundation.errors import HandoffError, NoHandoffError
+
+__all__ = ["cmd_acknowledge", "cmd_brief"]
+
+
+def cmd_brief(args: argparse.Namespace) -> str:
+    """``handoff brief THREAD [--budget N]``: the restored handoff written for a model, with its code."""
+    from handoff_files.uptake.briefing import briefing_for  # noqa: PLC0415 -- imported per command: start-up cost
+
+    try:
+        briefing = briefing_for(args.dir, budget=args.budget)
+    except ValueError as exc:  # a budget below the minimum
+        raise HandoffError(args.dir, str(exc)) from None
+    if briefing is None:
+        msg = "nothing saved here yet: no briefing to give (the agent starts fresh)"
+        raise NoHandoffError(args.dir, msg)
+    return to_json(briefing.to_json()) if args.json else briefing.text
+
+
+def cmd_acknowledge(args: argparse.Namespace) -> str:
+    """``handoff acknowledge THREAD CODE``: the agent read the current generation's briefing."""
+    from handoff_files.thread.store import HandoffStore  # noqa: PLC0415
+
+    ack = HandoffStore(args.dir).acknowledge(code=args.code)
+    if args.json:
+        return to_json({"generation": ack.generation, "source": ack.source, "with_code": ack.with_code})
+    return f"acknowledged generation {ack.generation} with its briefing's code\n"

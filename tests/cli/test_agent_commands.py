@@ -1,0 +1,54 @@
+"""`handoff brief` and `handoff acknowledge`: the briefing a model reads, and the code that proves it did."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from handoff_files import HandoffStore
+from handoff_files.cli.main import main
+from handoff_files.thread.journal import Journal
+from tests.cli.test_cli import CONTENT, one_error_line
+
+
+def _thread(tmp_path: Path) -> Path:
+    thread = tmp_path / "t1"
+    HandoffStore(thread).save(CONTENT)
+    return thread
+
+
+def test_brief_prints_the_briefing_and_its_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    thread = _thread(tmp_path)
+    assert main(["brief", str(thread), "--json"]) == 0
+    briefing = json.loads(capsys.readouterr().out)
+    assert main(["brief", str(thread)]) == 0
+    text = capsys.readouterr().out
+    assert text == briefing["text"]
+    assert text.index("port the rest") < text.index("dates in the old data") < text.index("Ported half")
+    assert f"the code {briefing['code']}" in text
+
+
+def test_brief_refuses_a_budget_too_small_and_an_empty_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = _thread(tmp_path)
+    assert main(["brief", str(thread), "--budget", "10"]) == 1
+    one_error_line(capsys.readouterr().err, "handoff: ", "budget of at least")
+    assert main(["brief", str(tmp_path / "none")]) == 1
+    one_error_line(capsys.readouterr().err, "nothing saved here yet")
+
+
+def test_acknowledge_takes_the_right_code_and_refuses_a_wrong_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = _thread(tmp_path)
+    main(["brief", str(thread), "--json"])
+    code = json.loads(capsys.readouterr().out)["code"]
+    assert main(["acknowledge", str(thread), "ZZZZ-ZZZZ"]) == 1
+    one_error_line(capsys.readouterr().err, "'ZZZZ-ZZZZ' is not the acknowledgement code of generation 1")
+    assert main(["acknowledge", str(thread), code]) == 0
+    assert "acknowledged generation 1" in capsys.readouterr().out
+    events = [entry.event for entry in Journal(thread).entries()[0]]
+    assert events[-2:] == ["unacknowledged", "resumed"]
