@@ -4,8 +4,10 @@ Run it on a thread (``HANDOFF_DIR``, as ``handoff run`` and the ``handoff_killer
 
     HANDOFF_DIR=threads/t1 python samples/steps_agent.py 40
 
-It restores its handoff, acknowledges it, and carries on from the steps the handoff records as
-done. A step is done by saving it: the handoff's ``completed_tasks`` lists every step done, so
+It restores its handoff, reads its briefing (what a model would be shown first), acknowledges it
+with the briefing's code, and carries on from the steps the handoff records as done
+(``--skip-briefing``: it acknowledges without reading the briefing, which a check for the code
+catches). A step is done by saving it: the handoff's ``completed_tasks`` lists every step done, so
 "done" and "saved" are one atomic fact, and a kill before the save leaves the step to do again.
 ``HANDOFF_DURABILITY=journal`` makes its saves journal-first. It prints ``RESUMED GEN g DONE d``,
 ``STEP k GEN g`` after each save and ``FINISHED`` at the end.
@@ -19,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from handoff_files import HandoffStore, NoHandoffError
+from handoff_files import HandoffStore, NoHandoffError, brief
 
 
 def say(line: str) -> None:
@@ -65,6 +67,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("steps", type=int, help="how many steps the task has")
     parser.add_argument("--delay", type=float, default=0.002, help="seconds of work per step (default 0.002)")
+    parser.add_argument("--skip-briefing", action="store_true", help="acknowledge without reading the briefing")
     return parser.parse_args(argv)
 
 
@@ -79,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         say("RESUMED GEN 0 DONE 0")
     else:
         done = list(restored.handoff.state.completed_tasks)
-        # the proof the context reached this process: the journal's "resumed" line
-        store.acknowledge(restored)
+        # the proof the context reached this process: the journal's "resumed" line, with the code
+        # only the briefing carries
+        store.acknowledge(restored, code=None if args.skip_briefing else brief(restored).code)
         say(f"RESUMED GEN {restored.generation} DONE {len(done)}")
     do_steps(store, done, args.steps, args.delay)
     return 0

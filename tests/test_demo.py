@@ -23,7 +23,7 @@ def test_the_demo_kills_the_agent_and_it_continues_from_its_handoff(
     for line in (
         "killing the agent",
         "handoff run: agent killed by SIGKILL",
-        "handoff run: the agent acknowledged its context: resumed from generation 3",
+        "handoff run: the agent acknowledged its context: resumed from generation 3 with the code",
         "continuing with step 4 instead of starting over",
         "with 8 steps, each done once",
     ):

@@ -39,6 +39,7 @@ class Incarnation:
     acknowledged: bool  # it wrote the journal's "resumed" line for the generation it started on
     kill: Kill | None
     left: Restored | None  # the thread's restore after it
+    with_code: bool = False  # its "resumed" line says it gave its briefing's acknowledgement code
 
     @property
     def generation(self) -> int:
@@ -88,12 +89,19 @@ class KillRun:
         return [] if self.restored is None else list(progress(self.restored.handoff))
 
     def problems(
-        self, steps: Sequence[str] | None = None, *, acknowledged: bool = True, progress: Progress = completed_tasks
+        self,
+        steps: Sequence[str] | None = None,
+        *,
+        acknowledged: bool = True,
+        code: bool = False,
+        progress: Progress = completed_tasks,
     ) -> list[str]:
         """Every broken promise, one line each; empty when the agent kept them all.
 
         :param steps: the steps the finished task records, in order (None: not checked).
         :param acknowledged: require a start on a saved generation to acknowledge it before it saves or exits 0.
+        :param code: require that acknowledgement to carry the briefing's code (:func:`~handoff_files.brief`):
+            an agent that restored but never read its briefing is caught.
         :param progress: where a handoff records the steps done (default: ``state.completed_tasks``).
         """
         found = [] if self.finished else [f"never finished: {self.ended}"]
@@ -103,7 +111,7 @@ class KillRun:
                 "give it a longer task (or kill it sooner) so that every kill tests something"
             )
         for run in self.incarnations[:-1] if self.timed_out else self.incarnations:
-            found += _broken(run, acknowledged=acknowledged, progress=progress)
+            found += _broken(run, acknowledged=acknowledged, code=code, progress=progress)
         done = self.steps_done(progress)
         if twice := sorted({step for step in done if done.count(step) > 1}):
             found.append(f"steps recorded twice: the final handoff records {_few(twice)} more than once")
@@ -117,7 +125,12 @@ class KillRun:
         return found
 
     def assert_finished(
-        self, steps: Sequence[str] | None = None, *, acknowledged: bool = True, progress: Progress = completed_tasks
+        self,
+        steps: Sequence[str] | None = None,
+        *,
+        acknowledged: bool = True,
+        code: bool = False,
+        progress: Progress = completed_tasks,
     ) -> None:
         """Assert the agent finished, every kill landed, and every start carried on from its handoff.
 
@@ -126,7 +139,7 @@ class KillRun:
         :raises AssertionError: listing the broken promises, the seed, and the last starts' output.
         """
         __tracebackhide__ = True  # pytest shows the test's line, not this one
-        if found := self.problems(steps, acknowledged=acknowledged, progress=progress):
+        if found := self.problems(steps, acknowledged=acknowledged, code=code, progress=progress):
             kinds: dict[str, list[str]] = {}
             for line in found:
                 kinds.setdefault(line.split(":", 1)[0], []).append(line)
@@ -148,7 +161,7 @@ class KillRun:
         return "\n".join(told)
 
 
-def _broken(run: Incarnation, *, acknowledged: bool, progress: Progress) -> list[str]:
+def _broken(run: Incarnation, *, acknowledged: bool, code: bool, progress: Progress) -> list[str]:
     """What one start broke: a crash, a missing acknowledgement, a generation or steps gone backwards."""
     found, where, after = [], f"start {run.number}, on generation {run.generation},", _gen(run.left)
     if run.kill is None and run.status != 0:
@@ -160,6 +173,8 @@ def _broken(run: Incarnation, *, acknowledged: bool, progress: Progress) -> list
         and (after > run.generation or run.status == 0)
     ):
         found.append(f'not acknowledged: {where} worked without a "resumed" journal line, so without its context')
+    elif code and run.acknowledged and not run.with_code and (after > run.generation or run.status == 0):
+        found.append(f"acknowledged without the code: {where} never gave its briefing's code: did it read it?")
     if after < run.generation:
         found.append(f"generation went backwards: {where} left generation {after}")
     if run.started is not None and run.left is not None:

@@ -269,7 +269,8 @@ class _Run:
         after = 0 if left is None else left.generation
         kill = Kill(signals.Signals(self.signal).name, sent[1] - begun, after, in_save) if landed else None
         text = [path.read_text(encoding="utf-8", errors="replace") for path in (out, err)]
-        return Incarnation(number, started, status, seconds, text[0], text[1], acknowledged, kill, left)
+        with_code = acknowledged and resumed is not None and resumed.extra.get("code") == "right"
+        return Incarnation(number, started, status, seconds, text[0], text[1], acknowledged, kill, left, with_code)
 
     def _due(self, number: int, seconds: float, start: int, target: _Target, names: list[str] | None) -> bool:
         """Whether to kill now; *names*: the files just changed (None: no events, so look at the thread)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from handoff_files import HandoffStore
 from handoff_files.cli.main import main
 from handoff_files.thread.journal import Journal
 from tests.cli.test_cli import CONTENT, one_error_line
+from tests.conftest import ROOT
 
 
 def _thread(tmp_path: Path) -> Path:
@@ -52,3 +54,49 @@ def test_acknowledge_takes_the_right_code_and_refuses_a_wrong_one(
     assert "acknowledged generation 1" in capsys.readouterr().out
     events = [entry.event for entry in Journal(thread).entries()[0]]
     assert events[-2:] == ["unacknowledged", "resumed"]
+
+
+def _handoff_run(thread: Path, python: str, env: dict[str, str], *agent_args: str) -> subprocess.CompletedProcess[str]:
+    steps_agent = str(ROOT / "samples" / "steps_agent.py")
+    command = [python, "-m", "handoff_files", "run", str(thread), "--require-code", "--json", "--ack-timeout", "30"]
+    return subprocess.run(
+        [*command, "--", python, steps_agent, "5", *agent_args],
+        env={**env, "HANDOFF_DIR": str(thread)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _primed(tmp_path: Path, python: str, env: dict[str, str]) -> Path:
+    thread = tmp_path / "t1"
+    HandoffStore(thread).init()
+    # two steps done by an earlier start, so the run restores generation 2
+    subprocess.run(
+        [python, str(ROOT / "samples" / "steps_agent.py"), "2"],
+        env={**env, "HANDOFF_DIR": str(thread)},
+        check=True,
+        capture_output=True,
+    )
+    return thread
+
+
+def test_handoff_run_require_code_passes_an_agent_that_read_its_briefing(
+    tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    thread = _primed(tmp_path, python, subprocess_env)
+    done = _handoff_run(thread, python, subprocess_env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout[done.stdout.index("{") :])  # after the agent's own lines
+    assert (result["acknowledged"], result["with_code"]) == (1, 1)
+    assert "resumed from generation 2 with the code" in done.stderr
+
+
+def test_handoff_run_require_code_catches_an_agent_that_skipped_its_briefing(
+    tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    thread = _primed(tmp_path, python, subprocess_env)
+    done = _handoff_run(thread, python, subprocess_env, "--skip-briefing")
+    assert done.returncode == 1
+    assert "without its briefing's code (did it read it?): not counted" in done.stderr

@@ -277,3 +277,24 @@ def test_the_acknowledgement_check_can_be_waived_and_catches_its_absence(tmp_pat
     assert run.problems() == [
         'not acknowledged: start 2, on generation 1, worked without a "resumed" journal line, so without its context'
     ]
+
+
+# -- proof of uptake: the briefing's acknowledgement code ------------------------------------
+
+
+def test_every_restart_of_the_sample_agent_acknowledges_with_its_briefings_code(tmp_path: Path) -> None:
+    run = Killer(tmp_path, seed=11).run(agent(12, delay=0.01), kills=4, after_saves=(1, 3))
+    run.assert_finished(names(12), code=True)
+    restarts = [start for start in run.incarnations if start.started is not None]
+    assert len(restarts) == 4
+    assert all(start.acknowledged and start.with_code for start in restarts)
+
+
+def test_an_agent_that_restores_but_never_reads_its_briefing_is_caught(tmp_path: Path) -> None:
+    run = Killer(tmp_path, seed=11).run([*agent(12, delay=0.01), "--skip-briefing"], kills=3, after_saves=(1, 3))
+    assert run.problems(names(12)) == []  # it did acknowledge, so the old check passes it
+    found = run.problems(names(12), code=True)
+    assert len(found) == 3
+    assert all(line.startswith("acknowledged without the code: start ") for line in found), found
+    with pytest.raises(AssertionError, match="never gave its briefing's code"):
+        run.assert_finished(names(12), code=True)
