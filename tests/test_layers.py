@@ -30,7 +30,7 @@ LAYERS: Final[dict[str, int]] = {
     "inbox": 5,
     "run": 6,
     "hooks": 6,  # coding-agent hooks (Claude Code, Codex, Cursor) and their installer
-    "mcp": 6,  # the MCP server (the optional extra)
+    "mcp_server": 6,  # the MCP server (the optional extra)
     "cli": 7,
     "testing": 7,
     "compat": 7,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from handoff_files.cli.render import to_json
 from handoff_files.foundation.errors import HandoffError, NoHandoffError
 
-__all__ = ["cmd_acknowledge", "cmd_brief"]
+__all__ = ["cmd_acknowledge", "cmd_brief", "cmd_mcp"]
 
 
 def cmd_brief(args: argparse.Namespace) -> str:
@@ -32,3 +33,19 @@ def cmd_acknowledge(args: argparse.Namespace) -> str:
     if args.json:
         return to_json({"generation": ack.generation, "source": ack.source, "with_code": ack.with_code})
     return f"acknowledged generation {ack.generation} with its briefing's code\n"
+
+
+def cmd_mcp(args: argparse.Namespace) -> str:
+    """``handoff mcp --thread DIR | --root DIR``: serve the tools over stdio until stdin closes."""
+    from handoff_files.mcp_server.targets import Targets  # noqa: PLC0415
+
+    targets = Targets.of(thread=args.thread, root=args.root)
+    try:
+        from handoff_files.mcp_server.server import serve  # noqa: PLC0415 -- only this command needs the SDK
+    except ImportError as exc:
+        raise HandoffError(args.thread or args.root, str(exc)) from None
+    # a stray print while serving must reach stderr (the SDK points fd 1 there), not sit in a buffer
+    # that is flushed onto the protocol stream at exit
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    serve(targets, blobs=args.blobs)
+    return ""

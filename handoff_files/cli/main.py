@@ -198,6 +198,16 @@ def _add_agent_commands(add: _Add) -> None:
     p.add_argument("dir", help="thread directory")
     p.add_argument("code", help="the briefing's acknowledgement code (XXXX-XXXX)")
 
+    p = add(
+        "mcp",
+        _handler("commands_agents", "mcp"),
+        "serve a thread's handoffs as MCP tools over stdio (save, restore, acknowledge …); needs handoff-files[mcp]",
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--thread", metavar="DIR", help="the one thread the tools work on")
+    where.add_argument("--root", metavar="DIR", help="a folder of threads: each call names its thread")
+    p.add_argument("--blobs", metavar="URL", help="blob store for checkpoints (default: $HANDOFF_BLOBS)")
+
 
 def _add_transfer_commands(add: _Add) -> None:
     """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""

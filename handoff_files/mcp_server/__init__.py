@@ -1,0 +1,1 @@
+"""The MCP server: a thread's handoffs as tools a model calls over stdio (the optional extra ``[mcp]``)."""

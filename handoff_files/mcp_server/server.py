@@ -1,0 +1,242 @@
+"""``handoff mcp``: a stdio MCP server on the official SDK, with the tools a model needs to hand off.
+
+Tools: ``handoff_save`` (the five layers, validated), ``handoff_restore`` (the briefing, its
+structured content and its acknowledgement code), ``handoff_acknowledge``, ``handoff_history``,
+``handoff_show`` (one generation whole), ``handoff_checkpoint`` (a descriptor out) and
+``adopt_checkpoint`` (a verified adoption in). A :class:`HandoffError` comes back as a tool error
+whose text names the reason, so the model can fix its call; calls run one at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, Final, TypeVar
+
+from pydantic import Field
+
+from handoff_files.format.loader import load
+from handoff_files.format.model import Decision, Priority, State, Warning
+from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.version import __version__
+from handoff_files.mcp_server.outputs import (
+    Acknowledged,
+    Adopted,
+    Checkpoint,
+    Generation,
+    History,
+    Restore,
+    Saved,
+    Shown,
+)
+from handoff_files.mcp_server.targets import Targets
+from handoff_files.thread.store import HandoffStore
+from handoff_files.uptake.briefing import DEFAULT_BUDGET, MIN_BUDGET, briefing_for
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+except ImportError as exc:  # pragma: no cover - the message is the point
+    msg = "the MCP server needs the official MCP SDK: pip install 'handoff-files[mcp]'"
+    raise ImportError(msg) from exc
+
+__all__ = ["build_server", "serve"]
+
+INSTRUCTIONS: Final = (
+    "These tools keep your work across restarts and hand it to another agent. When you start, call "
+    "handoff_restore and read the briefing, then call handoff_acknowledge with the code it ends with. "
+    "Before you stop (or when your context is about to be compacted), call handoff_save with the five "
+    "layers: narrative (the story so far), priorities (what to do next), warnings (what will bite), "
+    "decisions (what you chose and why) and state (the facts)."
+)
+_T = TypeVar("_T")
+ThreadName = Annotated[
+    str | None,
+    Field(description="the thread's name under the server's root; leave it out when the server serves one thread"),
+]
+
+
+def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  # noqa: PLR0915 -- one tool each
+    """The MCP server for *targets* (one thread, or the threads under a root).
+
+    :param blobs: the blob store for checkpoints (default: ``$HANDOFF_BLOBS``).
+    """
+    server = MCPServer("handoff-files", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    one_at_a_time = threading.Lock()
+
+    def run(work: Callable[[], _T]) -> _T:
+        with one_at_a_time:
+            try:
+                return work()
+            except HandoffError as exc:
+                raise ToolError(str(exc)) from None
+
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    reads = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
+
+    @server.tool(annotations=writes)
+    def handoff_save(  # noqa: PLR0917 -- the model names every argument
+        narrative: Annotated[str, Field(description="the story so far, for whoever resumes: what happened and why")],
+        priorities: Annotated[list[Priority], Field(description="what to do next, most urgent first")],
+        warnings: Annotated[list[Warning], Field(description="what will bite the next session")] = [],  # noqa: B006
+        decisions: Annotated[list[Decision], Field(description="what was chosen, why, and what was not")] = [],  # noqa: B006
+        state: Annotated[State | None, Field(description="the facts: tasks active, done, blocked; data")] = None,
+        thread: ThreadName = None,
+    ) -> Saved:
+        """Save the five layers as the thread's next sealed generation. Call it before you stop."""
+
+        def work() -> Saved:
+            path = targets.pick(thread)
+            layers = {
+                "narrative": narrative,
+                "priorities": [p.model_dump(mode="json") for p in priorities],
+                "warnings": [w.model_dump(mode="json") for w in warnings],
+                "decisions": [d.model_dump(mode="json") for d in decisions],
+                "state": (state or State()).model_dump(mode="json", exclude_defaults=True),
+            }
+            receipt = HandoffStore(path).save(layers)
+            return Saved(
+                thread=str(path),
+                generation=receipt.generation,
+                checksum=receipt.checksum,
+                problems=list(receipt.problems),
+            )
+
+        return run(work)
+
+    @server.tool(annotations=reads)
+    def handoff_restore(
+        budget: Annotated[int, Field(ge=MIN_BUDGET, description="most characters of briefing")] = DEFAULT_BUDGET,
+        thread: ThreadName = None,
+    ) -> Annotated[CallToolResult, Restore]:
+        """Read the briefing the previous session left: priorities, warnings, story, decisions, state.
+
+        Call it first when you start; then call handoff_acknowledge with the code the briefing ends with.
+        """
+
+        def work() -> CallToolResult:
+            path = targets.pick(thread)
+            briefing = briefing_for(path, budget=budget)
+            if briefing is None:
+                text = "Nothing was saved on this thread yet: start fresh, and call handoff_save before you stop."
+                out = Restore(thread=str(path), generation=0, code=None, briefing=text, omitted=[], problems=[])
+            else:
+                out = Restore(
+                    thread=str(path),
+                    generation=briefing.generation,
+                    code=briefing.code,
+                    briefing=briefing.text,
+                    omitted=list(briefing.omitted),
+                    problems=list(briefing.problems),
+                )
+            content = [TextContent(type="text", text=out.briefing)]
+            return CallToolResult(content=content, structured_content=out.model_dump(mode="json"))
+
+        return run(work)
+
+    @server.tool(annotations=writes)
+    def handoff_acknowledge(
+        code: Annotated[str, Field(description="the code the briefing from handoff_restore ends with")],
+        thread: ThreadName = None,
+    ) -> Acknowledged:
+        """Confirm you read the current briefing, with its code. A wrong code is refused (and recorded)."""
+
+        def work() -> Acknowledged:
+            path = targets.pick(thread)
+            ack = HandoffStore(path).acknowledge(code=code)
+            return Acknowledged(thread=str(path), generation=ack.generation, with_code=ack.with_code)
+
+        return run(work)
+
+    @server.tool(annotations=reads)
+    def handoff_history(
+        limit: Annotated[int, Field(ge=1, le=1000, description="most generations listed")] = 20,
+        thread: ThreadName = None,
+    ) -> History:
+        """List the thread's saved generations, newest first, each verified."""
+
+        def work() -> History:
+            path = targets.pick(thread)
+            entries = HandoffStore(path).history()[:limit]
+            listed = [
+                Generation(
+                    generation=entry.generation,
+                    created_at=entry.created_at.isoformat().replace("+00:00", "Z") if entry.created_at else None,
+                    checksum=entry.checksum,
+                    current=entry.current,
+                    problem=entry.problem,
+                )
+                for entry in entries
+            ]
+            return History(thread=str(path), generations=listed)
+
+        return run(work)
+
+    @server.tool(annotations=reads)
+    def handoff_show(
+        generation: Annotated[int | None, Field(ge=1, description="which generation (default: the newest)")] = None,
+        thread: ThreadName = None,
+    ) -> Shown:
+        """Show one generation whole: every layer and its context, as saved."""
+
+        def work() -> Shown:
+            path = targets.pick(thread)
+            store = HandoffStore(path)
+            if generation is None:
+                handoff = store.restore().handoff
+            else:
+                found = [e for e in store.history() if e.generation == generation and e.problem is None]
+                if not found:
+                    raise HandoffError(path, f"no verified generation {generation} here; handoff_history lists them")
+                handoff = load(found[0].path)
+            return Shown(thread=str(path), generation=handoff.generation, handoff=handoff.model_dump(mode="json"))
+
+        return run(work)
+
+    @server.tool(annotations=writes)
+    def handoff_checkpoint(
+        to_agent: Annotated[str | None, Field(description="the agent meant to adopt it, if known")] = None,
+        generation: Annotated[int | None, Field(ge=1, description="which generation (default: the newest)")] = None,
+        thread: ThreadName = None,
+    ) -> Checkpoint:
+        """Hand a sealed generation on: store it in the blob store and return the descriptor to give the other agent."""
+
+        def work() -> Checkpoint:
+            from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415 -- only a transfer needs it
+            from handoff_files.transfers.export import handoff_checkpoint as export  # noqa: PLC0415
+
+            path = targets.pick(thread)
+            descriptor = export(path, blobs=open_blobs(blobs), generation=generation, to_agent=to_agent)
+            return Checkpoint(descriptor=descriptor.model_dump(mode="json"))
+
+        return run(work)
+
+    @server.tool(annotations=writes)
+    def adopt_checkpoint(
+        descriptor: Annotated[dict[str, Any], Field(description="the descriptor handoff_checkpoint returned")],
+        new_thread: Annotated[str, Field(description="the new thread's name (a new, empty thread)")],
+    ) -> Adopted:
+        """Adopt another agent's checkpoint: fetch its blob, verify its sha256 and seal, start a new thread with it."""
+
+        def work() -> Adopted:
+            from handoff_files.transfers.adopt import adopt_checkpoint as adopt  # noqa: PLC0415
+            from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415
+
+            path = targets.new(new_thread)
+            result = adopt(descriptor, path, blobs=open_blobs(blobs))
+            return Adopted(
+                thread=str(path),
+                generation=result.receipt.generation,
+                adopted_from=result.adopted_from,
+                checkpoint_id=result.checkpoint_id,
+            )
+
+        return run(work)
+
+    return server
+
+
+def serve(targets: Targets, *, blobs: str | None = None) -> None:
+    """Serve *targets* over stdio until the client closes stdin."""
+    build_server(targets, blobs=blobs).run("stdio")
