@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from handoff_files.cli.render import to_json
 from handoff_files.foundation.errors import HandoffError, NoHandoffError
 
-__all__ = ["cmd_acknowledge", "cmd_brief", "cmd_mcp"]
+__all__ = ["cmd_acknowledge", "cmd_brief", "cmd_hook", "cmd_install", "cmd_mcp"]
 
 
 def cmd_brief(args: argparse.Namespace) -> str:
@@ -49,3 +50,26 @@ def cmd_mcp(args: argparse.Namespace) -> str:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     serve(targets, blobs=args.blobs)
     return ""
+
+
+def cmd_hook(args: argparse.Namespace) -> str:
+    """``handoff hook AGENT [--thread DIR]``: answer one hook event read from stdin, in the agent's format."""
+    from handoff_files.hooks.run import run_hook  # noqa: PLC0415
+
+    reply = run_hook(args.agent, sys.stdin.buffer.read(), thread=None if args.thread is None else Path(args.thread))
+    if reply.stderr:
+        print(reply.stderr, file=sys.stderr)
+    args.failed = reply.exit_code != 0
+    return reply.stdout
+
+
+def cmd_install(args: argparse.Namespace) -> str:
+    """``handoff install AGENT [--project DIR] [--thread DIR] [--dry-run]``: merge the hooks and the MCP server in."""
+    from handoff_files.hooks.install import install  # noqa: PLC0415
+
+    thread = None if args.thread is None else Path(args.thread)
+    report = install(args.agent, Path(args.project), dry_run=args.dry_run, thread=thread, executable=args.executable)
+    if args.json:
+        return to_json(report.to_json())
+    diffs = [change.diff() for change in report.files] if args.dry_run else []
+    return "\n".join(report.lines()) + "\n" + "".join(diffs)

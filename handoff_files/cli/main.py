@@ -208,6 +208,26 @@ def _add_agent_commands(add: _Add) -> None:
     where.add_argument("--root", metavar="DIR", help="a folder of threads: each call names its thread")
     p.add_argument("--blobs", metavar="URL", help="blob store for checkpoints (default: $HANDOFF_BLOBS)")
 
+    agents = ["claude-code", "codex", "cursor"]
+    p = add(
+        "hook",
+        _handler("commands_agents", "hook"),
+        "answer a coding agent's hook event (JSON on stdin): brief a starting session, ask for a handoff at a stop",
+    )
+    p.add_argument("agent", choices=agents, help="whose hook format")
+    p.add_argument("--thread", metavar="DIR", help="the thread (default: PROJECT/.handoff/main, from the event's cwd)")
+
+    p = add(
+        "install",
+        _handler("commands_agents", "install"),
+        "add the hooks and the MCP server to a project's settings for a coding agent, keeping what is there",
+    )
+    p.add_argument("agent", choices=agents, help="which coding agent")
+    p.add_argument("--project", default=".", metavar="DIR", help="the project folder (default: .)")
+    p.add_argument("--thread", metavar="DIR", help="the thread (default: PROJECT/.handoff/main)")
+    p.add_argument("--executable", default="handoff", metavar="CMD", help="the command to put in (default: handoff)")
+    p.add_argument("--dry-run", action="store_true", help="show what would change (as a diff) and write nothing")
+
 
 def _add_transfer_commands(add: _Add) -> None:
     """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""

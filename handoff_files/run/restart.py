@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 
 from handoff_files.foundation.errors import HandoffError, NoHandoffError
-from handoff_files.thread.journal import Entry, Journal
+from handoff_files.thread.journal import Entry, Journal, ever_saved
 from handoff_files.thread.layout import HISTORY_DIR, MIRROR_NAME, ThreadDir
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
@@ -57,7 +57,7 @@ def restore_or_reason(thread: HandoffStore | str | os.PathLike[str]) -> Restored
 def _holds_anything(layout: ThreadDir) -> bool:
     """Whether the thread has any file a save writes (a fresh thread has none, or only empty folders)."""
     try:
-        return layout.holds_anything()
+        return ever_saved(layout)
     except HandoffError:
         return True  # cannot look: assume there is something to lose
 

@@ -19,6 +19,7 @@ import orjson
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import NoHandoffError
 from handoff_files.thread.ackcode import code_for
+from handoff_files.thread.journal import ever_saved
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
 
@@ -115,7 +116,7 @@ def briefing_for(thread: str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET
     try:
         restored = store.restore()
     except NoHandoffError:
-        if store.layout.holds_anything():
+        if ever_saved(store.layout):
             raise  # something was saved there and nothing verifies: never brief it as a fresh start
         return None
     return brief(restored, budget=budget)

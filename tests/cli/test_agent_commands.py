@@ -100,3 +100,60 @@ def test_handoff_run_require_code_catches_an_agent_that_skipped_its_briefing(
     done = _handoff_run(thread, python, subprocess_env, "--skip-briefing")
     assert done.returncode == 1
     assert "without its briefing's code (did it read it?): not counted" in done.stderr
+
+
+def test_handoff_hook_briefs_a_claude_code_session_through_stdin_and_stdout(
+    tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    thread = tmp_path / "project" / ".handoff" / "main"
+    HandoffStore(thread).save(CONTENT)
+    event = {
+        "session_id": "s-1",
+        "transcript_path": str(tmp_path / "t.jsonl"),
+        "cwd": str(tmp_path / "project"),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }
+    done = subprocess.run(
+        [python, "-m", "handoff_files", "hook", "claude-code"],
+        input=json.dumps(event),
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "SessionStart"
+    assert "port the rest" in output["additionalContext"]
+    assert "Acknowledge this briefing with the code" in output["additionalContext"]
+    bad = subprocess.run(
+        [python, "-m", "handoff_files", "hook", "claude-code"],
+        input="not json",
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 1
+    one_error_line(bad.stderr, "handoff hook claude-code")
+
+
+def test_handoff_install_dry_run_writes_nothing_then_install_merges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"model": "opus"}\n')
+    assert main(["install", "claude-code", "--project", str(tmp_path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would update" in out
+    assert "+++ " in out  # the diff
+    assert settings.read_text() == '{"model": "opus"}\n'
+    assert not (tmp_path / ".mcp.json").exists()
+    assert main(["install", "claude-code", "--project", str(tmp_path)]) == 0
+    assert json.loads(settings.read_text())["model"] == "opus"
+    assert "SessionStart" in json.loads(settings.read_text())["hooks"]
+    capsys.readouterr()
+    assert main(["install", "claude-code", "--project", str(tmp_path)]) == 0
+    assert "nothing to do" in capsys.readouterr().out

@@ -130,3 +130,12 @@ def test_briefing_for_a_thread_whose_saves_do_not_verify_is_an_error_not_a_fresh
     (thread_dir / "state.json").unlink()
     with pytest.raises(NoHandoffError):
         briefing_for(thread_dir)
+
+
+def test_a_thread_with_only_notes_in_its_journal_is_briefed_as_fresh(thread_dir: Path) -> None:
+    # a coding agent's session-start hook notes the session before anything is saved
+    HandoffStore(thread_dir).note("hook", "session started", agent="claude-code", hook_event="SessionStart")
+    assert briefing_for(thread_dir) is None
+    (thread_dir / "journal.jsonl").write_bytes(b"damaged\n" + (thread_dir / "journal.jsonl").read_bytes())
+    with pytest.raises(NoHandoffError):  # a damaged line may have been a save's: never taken as fresh
+        briefing_for(thread_dir)

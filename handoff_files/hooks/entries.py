@@ -1,0 +1,140 @@
+"""What ``handoff install AGENT`` adds: each agent's project files, its hook entries and its MCP server entry.
+
+Claude Code (https://code.claude.com/docs/en/hooks, https://code.claude.com/docs/en/mcp): hooks
+in ``.claude/settings.json`` as ``{"hooks": {"Event": [{"hooks": [{"type": "command",
+"command": …, "timeout": seconds}]}]}}`` (a group without ``matcher`` matches every source);
+project MCP servers in ``.mcp.json`` as ``{"mcpServers": {"name": {"command": …, "args": […]}}}``.
+
+Codex (https://developers.openai.com/codex/hooks, https://developers.openai.com/codex/mcp):
+hooks in ``.codex/hooks.json`` in Claude Code's shape; MCP servers as ``[mcp_servers.name]``
+tables (``command``, ``args``) in ``.codex/config.toml``. Codex reads a project's ``.codex/``
+only in a trusted project and asks to review new hooks; no ``SessionEnd`` hook (Codex has none).
+
+Cursor (https://cursor.com/docs/agent/hooks, https://cursor.com/docs/context/mcp): hooks in
+``.cursor/hooks.json`` as ``{"version": 1, "hooks": {"event": [{"command": …}]}}``, the ``stop``
+entry with ``loop_limit: 1`` so Cursor itself sends at most one follow-up; MCP servers in
+``.cursor/mcp.json`` in Claude Code's ``mcpServers`` shape.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Final, Literal
+
+from handoff_files.hooks.formats import Agent
+
+__all__ = ["SERVER_NAMES", "HookEntry", "Plan", "is_our_hook", "is_our_server", "mcp_entry", "plan_for"]
+
+#: The MCP server's name in the agents' settings, and the one taken if a user's server holds the first.
+SERVER_NAMES: Final = ("handoff", "handoff-files")
+#: Names the command may go by (the script, or the package run with ``python -m``).
+_EXECUTABLES: Final = frozenset({"handoff", "handoff.exe", "handoff_files"})
+
+
+@dataclass(frozen=True, slots=True)
+class HookEntry:
+    """One hook to install: the agent's event name, the shell command, and the entry's other fields."""
+
+    event: str
+    command: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        """The hook's JSON object: ``type`` first where the agent has one, then ``command``, then the rest."""
+        body = {key: value for key, value in self.fields.items() if key == "type"}
+        body["command"] = self.command
+        body.update((key, value) for key, value in self.fields.items() if key != "type")
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One agent's install: where its hooks and MCP servers live (relative to the project) and in which shape.
+
+    ``grouped`` hooks (Claude Code, Codex) wrap each command in a ``{"hooks": [...]}`` group;
+    ``flat`` hooks (Cursor) list the commands themselves, under a ``version``.
+    """
+
+    hooks_file: PurePath
+    hooks_shape: Literal["grouped", "flat"]
+    hooks: tuple[HookEntry, ...]
+    mcp_file: PurePath
+    mcp_format: Literal["json", "toml"]
+    notes: tuple[str, ...]
+
+
+def plan_for(agent: Agent, *, executable: str, thread: Path | None) -> Plan:
+    """What to install for *agent*.
+
+    :param executable: the ``handoff`` command as the agent will run it.
+    :param thread: the thread for ``--thread``; None: the hooks' default (``.handoff/main`` of the project).
+    """
+    command = shlex.join([executable, "hook", agent, *(["--thread", os.fspath(thread)] if thread else [])])
+    if agent == "claude-code":
+        hooks = tuple(
+            HookEntry(event, command, {"type": "command", "timeout": seconds})
+            for event, seconds in (("SessionStart", 30), ("Stop", 30), ("PreCompact", 30), ("SessionEnd", 10))
+        )
+        notes: tuple[str, ...] = (
+            "Claude Code asks once to approve a project's .mcp.json servers; /hooks lists the hooks.",
+        )
+        return Plan(PurePath(".claude", "settings.json"), "grouped", hooks, PurePath(".mcp.json"), "json", notes)
+    if agent == "codex":
+        hooks = tuple(
+            HookEntry(event, command, {"type": "command", "timeout": 30})
+            for event in ("SessionStart", "Stop", "PreCompact")
+        )
+        notes = (
+            "Codex reads a project's .codex/ only when the project is trusted, and asks to review new hooks (/hooks).",
+            "Codex releases before hooks were on by default also need `[features] codex_hooks = true` "
+            "in config.toml; this install does not set it.",
+            "Codex has no SessionEnd hook: session ends are not journaled for Codex.",
+        )
+        return Plan(
+            PurePath(".codex", "hooks.json"), "grouped", hooks, PurePath(".codex", "config.toml"), "toml", notes
+        )
+    hooks = (
+        HookEntry("sessionStart", command, {"timeout": 30}),
+        HookEntry("stop", command, {"timeout": 30, "loop_limit": 1}),
+        HookEntry("preCompact", command, {"timeout": 30}),
+        HookEntry("sessionEnd", command, {"timeout": 10}),
+    )
+    notes = ("Cursor loads .cursor/hooks.json when it starts; restart it or open a new agent session.",)
+    return Plan(PurePath(".cursor", "hooks.json"), "flat", hooks, PurePath(".cursor", "mcp.json"), "json", notes)
+
+
+def mcp_entry(executable: str, thread: Path) -> dict[str, Any]:
+    """The MCP server entry: ``handoff mcp --thread THREAD`` (the same in JSON and in TOML)."""
+    return {"command": executable, "args": ["mcp", "--thread", os.fspath(thread)]}
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:  # unbalanced quotes: still look at the words
+        return command.split()
+
+
+def is_our_hook(command: Any, agent: Agent) -> bool:
+    """Whether *command* already runs ``handoff hook AGENT`` (however the script is named or quoted)."""
+    if not isinstance(command, str):
+        return False
+    words = _words(command)
+    for at, word in enumerate(words[:-1]):
+        if word == "hook" and words[at + 1] == agent:
+            return any(PurePath(before).name in _EXECUTABLES for before in words[:at])
+    return False
+
+
+def is_our_server(entry: Any) -> bool:
+    """Whether an MCP server entry already runs ``handoff mcp`` (on whichever thread)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    args = entry.get("args")
+    words = [*_words(entry["command"]), *(args if isinstance(args, list) else [])]
+    return any(
+        PurePath(str(word)).name in _EXECUTABLES and words[at + 1 : at + 2] == ["mcp"] for at, word in enumerate(words)
+    )

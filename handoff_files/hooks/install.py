@@ -1,0 +1,282 @@
+"""Installing the hooks: merge the hook entries and the MCP server into an agent's project settings.
+
+The rules: what is there stays, byte for byte, where nothing is added (keys, order, spacing, line
+endings); an entry is only ever added, never replaced — a hook that already runs ``handoff hook
+AGENT`` or a server that already runs ``handoff mcp`` is left as it is, and named in the report;
+a file that is not valid JSON (or TOML), or a value of the wrong type where an entry goes, is
+refused with the file named and nothing written anywhere; a second install changes nothing; a
+dry run reads and reports but writes nothing. Every file is merged before any is written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from handoff_files.format.codec import parse_json
+from handoff_files.foundation.atomic import read_bytes, write_durable
+from handoff_files.foundation.errors import (
+    HandoffNotFoundError,
+    HandoffParseError,
+    HandoffValidationError,
+    HandoffWriteError,
+)
+from handoff_files.hooks import jsonedit, tomledit
+from handoff_files.hooks.entries import SERVER_NAMES, Plan, is_our_hook, is_our_server, mcp_entry, plan_for
+from handoff_files.hooks.formats import AGENTS, Agent
+from handoff_files.hooks.location import DEFAULT_THREAD
+
+__all__ = ["FileChange", "InstallReport", "install"]
+
+_SETTINGS_LIMIT: Final = 16 << 20  # a settings file larger than this is not one
+#: A merge: the file's text (``{}`` or empty when it is new) and path in; the new text, what was
+#: added and what was found already there out.
+_Merge = Callable[[str, Path], tuple[str, list[str], list[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One settings file: what install did to it (or, on a dry run, would do), and what it left alone."""
+
+    path: Path
+    action: Literal["created", "updated", "unchanged"]
+    added: tuple[str, ...]
+    kept: tuple[str, ...]
+    before: str | None
+    after: str
+
+    def diff(self) -> str:
+        """The change as a unified diff (empty when unchanged)."""
+        old = [] if self.before is None else self.before.splitlines(keepends=True)
+        name = os.fspath(self.path)
+        return "".join(
+            difflib.unified_diff(
+                old, self.after.splitlines(keepends=True), "/dev/null" if self.before is None else name, name
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InstallReport:
+    """What ``install`` changed, file by file, with the agent's own notes (trust prompts, restarts)."""
+
+    agent: Agent
+    project: Path
+    thread: Path
+    dry_run: bool
+    files: tuple[FileChange, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
+        """Whether any file was (or, on a dry run, would be) created or updated."""
+        return any(change.action != "unchanged" for change in self.files)
+
+    def lines(self) -> list[str]:
+        """The report for a person, one line each."""
+        verb = {"created": "would create", "updated": "would update"} if self.dry_run else {}
+        out: list[str] = []
+        for change in self.files:
+            out.append(f"{verb.get(change.action, change.action)} {change.path}")
+            out += [f"  + {what}" for what in change.added]
+            out += [f"  = {what}" for what in change.kept]
+        if not self.changed:
+            out.append("nothing to do: every entry is already there")
+        elif self.dry_run:
+            out.append("dry run: nothing was written")
+        return out + [f"note: {note}" for note in self.notes]
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON object (``handoff install --json``)."""
+        files = [
+            {"path": os.fspath(c.path), "action": c.action, "added": list(c.added), "kept": list(c.kept)}
+            for c in self.files
+        ]
+        return {
+            "agent": self.agent,
+            "project": os.fspath(self.project),
+            "thread": os.fspath(self.thread),
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "files": files,
+            "notes": list(self.notes),
+        }
+
+
+def install(
+    agent: Agent,
+    project: Path,
+    *,
+    dry_run: bool,
+    thread: Path | None = None,
+    executable: str = "handoff",
+) -> InstallReport:
+    """Add the handoff hooks and MCP server to *project*'s settings for *agent*. Writes (unless *dry_run*).
+
+    :param project: the project folder (its ``.claude/``, ``.codex/`` or ``.cursor/`` is made if missing).
+    :param dry_run: report what would change and write nothing.
+    :param thread: the thread the MCP server (and, if not the default, the hooks) use; default
+        ``PROJECT/.handoff/main``, which the hooks find by themselves.
+    :param executable: the ``handoff`` command as the agent will run it (a full path if it is not on PATH).
+    :returns: what changed, file by file.
+    :raises HandoffNotFoundError: if *project* is not a folder.
+    :raises HandoffParseError: if a settings file is not valid JSON (or TOML), naming it.
+    :raises HandoffValidationError: if a settings file holds something of the wrong type where an entry goes.
+    :raises HandoffWriteError: if a file cannot be written.
+    """
+    if agent not in AGENTS:
+        msg = f"unknown agent {agent!r}; use one of {', '.join(AGENTS)}"
+        raise HandoffValidationError(project, msg)
+    if not project.is_dir():
+        msg = "no such project folder"
+        raise HandoffNotFoundError(project, msg)
+    project = project.absolute()
+    chosen = (project / DEFAULT_THREAD) if thread is None else thread.absolute()
+    plan = plan_for(agent, executable=executable, thread=None if chosen == project / DEFAULT_THREAD else chosen)
+    merges: list[tuple[Path, _Merge]] = [
+        (project / plan.hooks_file, lambda text, path: _merge_hooks(text, path, plan, agent)),
+        (
+            project / plan.mcp_file,
+            lambda text, path: _merge_server(text, path, plan.mcp_format, mcp_entry(executable, chosen)),
+        ),
+    ]
+    changes = [_change(path, merge) for path, merge in merges]  # every file merged before any is written
+    if not dry_run:
+        for change in changes:
+            _write(change)
+    return InstallReport(agent, project, chosen, dry_run, tuple(changes), plan.notes)
+
+
+def _change(path: Path, merge: _Merge) -> FileChange:
+    before = _read(path)
+    start = before if before is not None else ("" if path.suffix == ".toml" else "{\n}\n")
+    after, added, kept = merge(start, path)
+    action: Literal["created", "updated", "unchanged"] = (
+        "created" if before is None else ("updated" if after != before else "unchanged")
+    )
+    return FileChange(path, action, tuple(added), tuple(kept), before, after)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        data, _ = read_bytes(path, _SETTINGS_LIMIT)
+    except HandoffNotFoundError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"is not UTF-8 text ({exc.reason} at byte {exc.start}); fix it before installing"
+        raise HandoffParseError(path, msg) from exc
+
+
+def _write(change: FileChange) -> None:
+    if change.action == "unchanged":
+        return
+    target = change.path.resolve()  # a settings file linked elsewhere is edited where it lives
+    mode = target.stat().st_mode & 0o7777 if change.before is not None else 0o644
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"cannot create the folder: {exc.strerror or exc}"
+        raise HandoffWriteError(target.parent, msg) from exc
+    write_durable(target, change.after.encode("utf-8"))
+    try:
+        target.chmod(mode)  # the temp file was made 0600; a settings file keeps its mode
+    except OSError as exc:
+        msg = f"written, but its mode could not be set back to {mode:o}: {exc.strerror or exc}"
+        raise HandoffWriteError(target, msg) from exc
+
+
+def _json(text: str, path: Path) -> dict[str, Any]:
+    document = parse_json(text.encode("utf-8"), path)
+    if not isinstance(document, dict):
+        msg = f"holds a JSON {type(document).__name__}, not an object; fix it before installing"
+        raise HandoffValidationError(path, msg)
+    return document
+
+
+def _wrong(path: Path, where: str, found: Any, wanted: str) -> HandoffValidationError:
+    msg = f"{where} is a {type(found).__name__}, not {wanted}; fix it by hand, then install again"
+    return HandoffValidationError(path, msg)
+
+
+def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent) -> tuple[str, list[str], list[str]]:
+    added: list[str] = []
+    kept: list[str] = []
+    if plan.hooks_shape == "flat":
+        version = _json(text, path).get("version")
+        if version is None:
+            text = jsonedit.add_member(text, (), "version", 1)
+            added.append("version: 1")
+        elif version != 1:
+            msg = f'"version" is {version!r}; this install writes version 1 hooks, so it leaves the file alone'
+            raise HandoffValidationError(path, msg)
+    for entry in plan.hooks:
+        body = entry.body()
+        item = body if plan.hooks_shape == "flat" else {"hooks": [body]}
+        hooks = _json(text, path).get("hooks")
+        if hooks is None:
+            text = jsonedit.add_member(text, (), "hooks", {entry.event: [item]})
+        elif not isinstance(hooks, dict):
+            raise _wrong(path, '"hooks"', hooks, "an object")
+        elif entry.event not in hooks:
+            text = jsonedit.add_member(text, ("hooks",), entry.event, [item])
+        elif not isinstance(hooks[entry.event], list):
+            raise _wrong(path, f'"hooks"."{entry.event}"', hooks[entry.event], "a list")
+        elif _has_hook(hooks[entry.event], plan, agent):
+            kept.append(f"hooks.{entry.event}: a `handoff hook {agent}` entry is already there")
+            continue
+        else:
+            text = jsonedit.add_item(text, ("hooks", entry.event), item)
+        added.append(f"hooks.{entry.event}: {entry.command}")
+    return text, added, kept
+
+
+def _has_hook(entries: list[Any], plan: Plan, agent: Agent) -> bool:
+    if plan.hooks_shape == "flat":
+        return any(isinstance(item, dict) and is_our_hook(item.get("command"), agent) for item in entries)
+    return any(
+        isinstance(group, dict)
+        and isinstance(group.get("hooks"), list)
+        and any(isinstance(hook, dict) and is_our_hook(hook.get("command"), agent) for hook in group["hooks"])
+        for group in entries
+    )
+
+
+def _merge_server(text: str, path: Path, form: str, entry: dict[str, Any]) -> tuple[str, list[str], list[str]]:
+    if form == "toml":
+        try:
+            servers = tomledit.loads(text).get("mcp_servers", {})
+        except ValueError as exc:
+            msg = f"is not valid TOML ({exc}); fix it before installing"
+            raise HandoffParseError(path, msg) from exc
+        where = "mcp_servers"
+    else:
+        servers = _json(text, path).get("mcpServers", {})
+        where = "mcpServers"
+    if not isinstance(servers, dict):
+        raise _wrong(path, where, servers, "a table of servers" if form == "toml" else "an object")
+    for name, existing in servers.items():
+        if is_our_server(existing):
+            same = "the same as" if existing == entry else "not the same as"
+            return text, [], [f"{where}.{name}: a `handoff mcp` server is already there ({same} this install's)"]
+    name = next((candidate for candidate in SERVER_NAMES if candidate not in servers), None)
+    if name is None:
+        msg = f"{where} already has servers named {' and '.join(SERVER_NAMES)} that are not handoff's; add it by hand"
+        raise HandoffValidationError(path, msg)
+    command = " ".join([entry["command"], *entry["args"]])
+    if form == "toml":
+        try:
+            text = tomledit.append_table(text, ("mcp_servers", name), entry)
+        except ValueError as exc:
+            msg = f"cannot add [mcp_servers.{name}] at its end ({exc}); add it by hand: command and args of `{command}`"
+            raise HandoffValidationError(path, msg) from exc
+    elif "mcpServers" not in _json(text, path):
+        text = jsonedit.add_member(text, (), "mcpServers", {name: entry})
+    else:
+        text = jsonedit.add_member(text, ("mcpServers",), name, entry)
+    return text, [f"{where}.{name}: {command}"], []

@@ -1,0 +1,94 @@
+"""Sessions: what the hooks remember of an agent's sessions, kept as "hook" lines in the thread's journal.
+
+Every hook event the hooks act on is one journal line (``HandoffStore.note``): event ``hook``, with
+``agent`` (``claude-code``, ``codex``, ``cursor``), ``hook_event`` (the agent's own event name) and
+``session_id``, plus ``source`` / ``trigger`` / ``reason`` as the event gave it. A session start
+also records ``worktree`` (see :mod:`~handoff_files.hooks.worktree`); a stop the hooks refused
+records ``blocked: true``. The journal is the only memory: a hook is a new process every time.
+
+A session began at its newest start line, except that a start after a compaction (``source``
+``compact``) continues the session it compacted rather than starting a new one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Final
+
+from handoff_files.hooks.event import HookEvent
+from handoff_files.hooks.formats import EVENT_KINDS, EventKind
+from handoff_files.thread.store import HandoffStore
+
+__all__ = ["HOOK_EVENT", "SessionLog", "read_session", "record"]
+
+#: The journal event of every line the hooks write.
+HOOK_EVENT: Final = "hook"
+#: The field each kind of event keeps its detail under, as the agents name it.
+_DETAIL_FIELD: Final[dict[EventKind, str]] = {
+    "session_start": "source",
+    "pre_compact": "trigger",
+    "session_end": "reason",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLog:
+    """What the journal says of one session: when it started (None: no start line), its working
+    tree's digest then, and whether a stop was already refused in it."""
+
+    started: dt.datetime | None
+    worktree: str | None
+    blocked: bool
+
+
+def record(store: HandoffStore, event: HookEvent, summary: str, **fields: Any) -> None:
+    """Journal *event* as one "hook" line (under the writers' lock). Writes.
+
+    :raises HandoffError: if the line cannot be written (the lock, the disk).
+    """
+    named = _DETAIL_FIELD.get(event.kind) if event.kind is not None else None
+    detail = {named: event.detail} if named is not None else {}
+    store.note(
+        HOOK_EVENT,
+        summary,
+        agent=event.agent,
+        hook_event=event.name,
+        session_id=event.session,
+        **detail,
+        **fields,
+    )
+
+
+def read_session(store: HandoffStore, event: HookEvent) -> SessionLog:
+    """Find *event*'s session in the journal: its start and whether a stop was refused in it.
+
+    Damaged journal lines are passed over (the journal reports them elsewhere).
+    """
+    entries, _ = store.journal.entries()
+    kinds = EVENT_KINDS[event.agent]
+    start: tuple[str, dict[str, Any]] | None = None
+    blocked = False
+    for entry in entries:
+        extra = entry.extra
+        if entry.event != HOOK_EVENT or extra.get("agent") != event.agent or extra.get("session_id") != event.session:
+            continue
+        kind = kinds.get(str(extra.get("hook_event")))
+        if kind == "session_start" and (start is None or extra.get("source") != "compact"):
+            start = (entry.at, extra)
+        elif kind == "stop" and extra.get("blocked") is True:
+            blocked = True
+    if start is None:
+        return SessionLog(None, None, blocked)
+    at, extra = start
+    worktree = extra.get("worktree")
+    return SessionLog(_moment(at), worktree if isinstance(worktree, str) else None, blocked)
+
+
+def _moment(text: str) -> dt.datetime | None:
+    """A journal line's ``at`` as an aware time; None if it does not read as one."""
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
