@@ -62,6 +62,7 @@ EXPECTED_ALL = [
     "ThreadDir",
     "TransferRefusedError",
     "TransferResult",
+    "UncertainWriteError",
     "UnknownRequestError",
     "UnsealedEditError",
     "UnsupportedVersionError",

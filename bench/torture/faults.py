@@ -29,7 +29,7 @@ from typing import Any, Final
 from bench.torture import Options, Row
 from bench.torture.child import content
 from bench.torture.oslayer import FAULT_KINDS, FaultKind, FaultLayer, fault_applies
-from handoff_files import Handoff, HandoffError, HandoffStore, Restored, SaveReceipt, load
+from handoff_files import Handoff, HandoffError, HandoffStore, Restored, SaveReceipt, UncertainWriteError, load
 from handoff_files.foundation.atomic import stray_temps
 from handoff_files.thread.mirror import read_mirror
 
@@ -212,7 +212,8 @@ class Verdict:
     torn: int = 0
     leftovers: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (what went wrong, in detail)
-    committed: bool = False  # a save that raised after its generation was committed
+    committed: bool = False  # a save that returned with copies left unfinished (after its commit point)
+    uncertain: bool = False  # a save that raised UncertainWriteError and whose generation restores
 
     def fail(self, what: str, detail: str = "") -> None:
         """Record a failed check: *what* names the kind of failure (cases are grouped by it), *detail* this one."""
@@ -282,15 +283,24 @@ def check_case(case: Case, operation: Operation, thread: Path, outcome: Outcome)
         verdict.fail(f"restore after the fault rebuilt generation {after.generation}: its sealed content is lost")
     elif isinstance(outcome.result, SaveReceipt):
         receipt = outcome.result
+        verdict.committed = bool(receipt.unfinished)
         if after.generation != receipt.generation or str(after.handoff.seal) != receipt.checksum:
             verdict.lost += 1
             verdict.fail(f"the save returned generation {receipt.generation}, restore gives {after.generation}")
-        elif after.problems or after.source != "primary":
+        elif (after.problems or after.source != "primary") and not receipt.unfinished:
+            # a receipt that names no unfinished copy promises every channel was written
             verdict.fail(f"a save that returned left the thread unclean: {'; '.join(after.problems)}")
-        _check_history_copy(thread, receipt, verdict)
+        if not receipt.unfinished or not operation.options:  # a journal-first save may not have its copy
+            _check_history_copy(thread, receipt, verdict)
     elif after.generation == newest + 1 and operation.name.startswith("save") and operation.reference is not None:
-        # the save raised after its commit point: the generation exists, and must be what was saved
-        verdict.committed = True
+        # the save raised, yet its generation restores: only its commit point's own flush may have
+        # failed (UncertainWriteError says so); any other error after the commit point is a receipt
+        verdict.uncertain = True
+        if not isinstance(error, UncertainWriteError):
+            verdict.fail(
+                "a save raised after its commit point: the generation exists, but the error says it failed",
+                repr(error),
+            )
         if not _same_content(after.handoff, operation.reference) or after.handoff.parent != str(acked[newest].seal):
             verdict.torn += 1
             verdict.fail(f"generation {after.generation} restored after a failed save is not what was saved")
@@ -357,7 +367,7 @@ def run(options: Options) -> Row:
         )
     counts = ", ".join(f"{operation.name} {len(operation.calls)}" for operation in operations)
     options.progress(f"OS calls: {counts}; {len(cases):,} cases")
-    committed = 0
+    committed = uncertain = 0
     kinds: dict[str, list[tuple[Case, str]]] = {}  # each kind of failure, with the cases that met it
     report = _every(max(1, len(cases) // 10), options.progress)
     for number, case in enumerate(cases):
@@ -375,6 +385,7 @@ def run(options: Options) -> Row:
         row.torn += verdict.torn
         row.leftovers += verdict.leftovers
         committed += verdict.committed
+        uncertain += verdict.uncertain
         for what, detail in verdict.failures:
             kinds.setdefault(f"{case.operation}: {what}", []).append((case, detail))
         report(number + 1, f"{number + 1:,}/{len(cases):,} cases, {row.lost} lost, {row.torn} torn")
@@ -382,7 +393,8 @@ def run(options: Options) -> Row:
         first, detail = met[0]
         row.fail(f"{what} ({len(met)} cases; first: {first}{': ' + detail if detail else ''})")
     row.notes = (
-        f"OS calls per operation: {counts}; {committed} failed saves had committed their generation; "
+        f"OS calls per operation: {counts}; {committed} saves committed their generation and named the copies "
+        f"left unfinished; {uncertain} raised UncertainWriteError with their generation in place; "
         f"{time.monotonic() - started:.1f} s"
     )
     options.progress(row.notes)

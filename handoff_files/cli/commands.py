@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from handoff_files.cli.main import EXIT_UNFINISHED
 from handoff_files.cli.render import (
     briefing,
     findings_report,
     history_table,
     migration_report,
+    one_line,
     timeline,
     to_json,
     validation_errors,
@@ -45,6 +47,16 @@ __all__ = [
 
 
 def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
+    if receipt.unfinished:
+        # committed: the generation exists; saying "failed" would invite a retry, a second generation
+        args.exit_code = EXIT_UNFINISHED
+        for what in receipt.unfinished:
+            told = f"handoff: {verb} generation {receipt.generation}, but left unfinished: {one_line(what)}"
+            print(told, file=sys.stderr)
+        print(
+            f"handoff: do not save again; `handoff doctor --repair {receipt.path.parent}` writes what is missing",
+            file=sys.stderr,
+        )
     if args.json:
         return to_json(dataclasses.asdict(receipt))
     lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({receipt.checksum})"]

@@ -20,6 +20,8 @@ __all__ = ["build_parser", "main"]
 
 EXIT_OK: Final = 0
 EXIT_ERROR: Final = 1
+#: A save committed its generation, but a copy after the commit point was left unwritten.
+EXIT_UNFINISHED: Final = 3
 
 Handler = Callable[[argparse.Namespace], str]
 
@@ -326,10 +328,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     :param argv: the arguments (default: ``sys.argv[1:]``).
     :returns: the exit code: 0 ok, 1 a :class:`HandoffError` (one line on stderr), 2 usage
-        (argparse exits with it).
+        (argparse exits with it), 3 a save that committed its generation but left a copy unwritten.
     """
     args = build_parser().parse_args(argv)
     args.failed = False
+    args.exit_code = None
     try:
         output = args.func(args)
     except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
@@ -338,6 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     sys.stdout.write(output)
+    if args.exit_code is not None:
+        return int(args.exit_code)
     return EXIT_ERROR if args.failed else EXIT_OK
 
 

@@ -11,7 +11,13 @@ import stat
 from pathlib import Path
 from typing import Final
 
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffTooLargeError, HandoffWriteError
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffTooLargeError,
+    HandoffWriteError,
+    UncertainWriteError,
+)
 from handoff_files.foundation.swap import put_in_place
 
 __all__ = [
@@ -120,12 +126,12 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
         if sync:
             fsync_dir(path.parent)
     except OSError as exc:
-        if not replaced:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            msg = f"write failed, the previous file is unchanged: {exc.strerror or exc}"
-        else:
+        if replaced:
             msg = f"replaced, but the directory fsync failed, so it may not survive a crash: {exc.strerror or exc}"
+            raise UncertainWriteError(path, msg) from exc
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        msg = f"write failed, the previous file is unchanged: {exc.strerror or exc}"
         raise HandoffWriteError(path, msg) from exc
     except BaseException:
         if not replaced:

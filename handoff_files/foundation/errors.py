@@ -29,6 +29,7 @@ __all__ = [
     "NoHandoffError",
     "SealError",
     "TransferRefusedError",
+    "UncertainWriteError",
     "UnknownRequestError",
     "UnsealedEditError",
     "UnsupportedVersionError",
@@ -122,6 +123,14 @@ class HandoffLockedError(HandoffError):
 
 class HandoffWriteError(HandoffError):
     """A write failed (disk full, I/O error, read-only file system); nothing already saved was changed."""
+
+
+class UncertainWriteError(HandoffWriteError):
+    """A write reached its place but its flush failed: readers see it, a crash may lose it.
+
+    Raised for a save's commit point: the generation may be restorable now and gone after a power
+    loss. Restore, and save again only if the generation is not there.
+    """
 
 
 class DescriptorError(HandoffError):

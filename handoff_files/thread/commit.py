@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from typing import Any, Final
 
 from handoff_files.format import seal as sealing
@@ -68,7 +69,7 @@ def commit(
         raise HandoffValidationError(thread.path, msg)
     journal_first = durability == "journal"
     problems = _keep_replaced_primary(thread, head, created_at, journal_first=journal_first)
-    _write(
+    unfinished = _write(
         thread,
         document,
         data,
@@ -79,7 +80,7 @@ def commit(
         journal_first=journal_first,
     )
     generation: int = document["generation"]
-    receipt = SaveReceipt(generation, seal_text, thread.primary, created_at, tuple(problems))
+    receipt = SaveReceipt(generation, seal_text, thread.primary, created_at, tuple(problems), tuple(unfinished))
     return receipt, Head(generation, seal_text, ids[0], ids[1], "ok", head.saves + 1)
 
 
@@ -137,19 +138,30 @@ def _write(
     listing: list[tuple[int, str]],
     event: str,
     journal_first: bool,
-) -> None:
-    """Write the sealed generation: one commit point, then its copies.
+) -> list[str]:
+    """Write the sealed generation: one commit point, then its copies; returns the copies left unfinished.
 
     Each durability has one commit point, the only write the receipt waits for: ``"full"``, the
     generation's own file in ``history/`` (fdatasync, rename to a new name, directory fsync);
     ``"journal"``, its document line in the journal (one fdatasync). The primary, ``state.json``
     and the other channel follow without a flush: a crash may lose them, never the generation,
     since restore takes the newest verified generation across primary, history and journal.
+    A failure before or at the commit point raises (at it, :class:`UncertainWriteError` when the
+    write is in place but its flush failed); a failure after it is not a failed save: the
+    generation exists, and the copies it left unwritten are returned, each as "path: reason".
     """
     generation: int = document["generation"]
     history_file = thread.layout.generation_file(generation, thread.format)
     journal = thread.journal
     summary = summary_fields(document)
+    unfinished: list[str] = []
+
+    def after_commit(step: Callable[[], object]) -> None:
+        try:
+            step()
+        except HandoffWriteError as exc:
+            unfinished.append(str(exc))
+
     if journal_first:
         # the commit point is one fdatasync of a line holding the whole sealed document;
         # the files below are copies a crash may lose, and restore falls back to this line
@@ -165,7 +177,10 @@ def _write(
     # a separate copy in history/, not a hard link, so a person editing the primary in place can
     # never alter the sealed generation; under "full" it is the commit point: once it is durable
     # the generation exists, and it is a new name, so its rename flushes nothing else
-    write_durable(history_file, data, sync=not journal_first)
+    if journal_first:
+        after_commit(lambda: write_durable(history_file, data, sync=False))
+    else:
+        write_durable(history_file, data)
     mirror = mirror_bytes(
         generation=generation,
         seal=seal_text,
@@ -177,12 +192,13 @@ def _write(
         last_restore=None,
     )
     # the copies a person and a restart read first: atomic for readers, not flushed
-    write_durable_together([(thread.primary, data), (thread.layout.mirror, mirror)], sync=False)
+    after_commit(lambda: write_durable_together([(thread.primary, data), (thread.layout.mirror, mirror)], sync=False))
     if not journal_first:
         # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
         # "migrated" (an older file rewritten) or "adopted"; each carries the summary a rebuild reads
-        journal.append(event, generation=generation, seal=seal_text, sync=False, **summary)
+        after_commit(lambda: journal.append(event, generation=generation, seal=seal_text, sync=False, **summary))
     _prune(thread, [(generation, history_file.name), *listing])
+    return unfinished
 
 
 def _keep_replaced_primary(

@@ -15,7 +15,7 @@ from handoff_files.format.codec import MAX_FILE_BYTES, parse_json
 from handoff_files.format.seal import self_check
 from handoff_files.foundation.atomic import fsync_dir, write_all
 from handoff_files.foundation.clock import iso_z
-from handoff_files.foundation.errors import HandoffError, HandoffWriteError
+from handoff_files.foundation.errors import HandoffError, HandoffWriteError, UncertainWriteError
 from handoff_files.thread.layout import JOURNAL_NAME, ThreadDir
 from handoff_files.thread.tail import cut_torn_tail, lines_backwards, torn
 
@@ -197,13 +197,15 @@ class Journal:
             event line after it commits it; a reader parses the long line only when it needs it.
         :param sync: False skips the fdatasync: for a full save's line, whose generation is already
             durable in ``history/`` (a crash may lose the line, never the generation).
-        :raises HandoffWriteError: if the lines cannot be written and synced.
+        :raises UncertainWriteError: if the lines were written but their flush failed.
+        :raises HandoffWriteError: if the lines cannot be written.
         """
         entry = Entry(event, iso_z(), generation, seal, " ".join(summary.split())[:300], extra)
         line = _encode(entry.fields())
         if document is not None:
             held = Entry("document", entry.at, generation, seal, f"the whole sealed generation {generation}", {})
             line = _encode({**held.fields(), DOCUMENT: document}) + line
+        written = False
         try:
             created = not self.path.exists()
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
@@ -219,6 +221,7 @@ class Journal:
                     created = True
                     fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
                 write_all(fd, line)
+                written = True
                 if sync:
                     os.fdatasync(fd)
             finally:
@@ -227,6 +230,9 @@ class Journal:
             if created and sync:
                 fsync_dir(self.path.parent)  # a new file's name is durable only with its directory's
         except OSError as exc:
+            if written:  # whole lines readers see, but not known to be on disk
+                msg = f"appended, but the flush failed, so it may not survive a crash: {exc.strerror or exc}"
+                raise UncertainWriteError(self.path, msg) from exc
             msg = f"cannot append to the journal: {exc.strerror or exc}"
             raise HandoffWriteError(self.path, msg) from exc
         return entry

@@ -14,13 +14,20 @@ __all__ = ["Acknowledgement", "HistoryEntry", "MigrationReport", "Restored", "Sa
 
 @dataclass(frozen=True, slots=True)
 class SaveReceipt:
-    """What a save made durable: returned only after every byte and directory entry is on disk."""
+    """What a save made durable: returned only once its generation is on disk (its commit point).
+
+    ``unfinished`` names the copies a failure after the commit point left unwritten, each as
+    "path: reason" (the primary, ``state.json``, the journal line, or a journal-first save's
+    ``history/`` copy): the generation exists and restores; ``handoff doctor --repair`` writes
+    them. Never save again because of them: that would make a second generation.
+    """
 
     generation: int
     checksum: str
     path: Path
     created_at: dt.datetime
     problems: tuple[str, ...] = ()
+    unfinished: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
