@@ -25,6 +25,7 @@ from handoff_files.cli.render import (
     validation_records,
     validation_report,
 )
+from handoff_files.foundation.errors import HandoffError
 
 if TYPE_CHECKING:
     from handoff_files.thread.results import SaveReceipt
@@ -64,6 +65,9 @@ def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+STDIN = "<stdin>"
+
+
 def read_input(name: str | None) -> tuple[bytes, str]:
     """The bytes of FILE, or of stdin for ``-`` or no name, with the name errors should give.
 
@@ -73,7 +77,11 @@ def read_input(name: str | None) -> tuple[bytes, str]:
     from handoff_files.foundation.atomic import read_bytes  # noqa: PLC0415 -- imported per command: start-up cost
 
     if name in (None, "-"):
-        return sys.stdin.buffer.read(MAX_FILE_BYTES + 1), "<stdin>"
+        if sys.stdin.isatty():
+            # waiting silently on a terminal looks like a hang: say what was expected instead
+            msg = "no content file given and stdin is a terminal: pass FILE, or pipe it in (… | handoff save DIR -)"
+            raise HandoffError(STDIN, msg)
+        return sys.stdin.buffer.read(MAX_FILE_BYTES + 1), STDIN
     data, _ = read_bytes(Path(name), MAX_FILE_BYTES)
     return data, name
 

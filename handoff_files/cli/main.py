@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -22,6 +23,8 @@ EXIT_OK: Final = 0
 EXIT_ERROR: Final = 1
 #: A save committed its generation, but a copy after the commit point was left unwritten.
 EXIT_UNFINISHED: Final = 3
+#: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
+EXIT_INTERRUPTED: Final = 130
 
 Handler = Callable[[argparse.Namespace], str]
 
@@ -328,19 +331,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     :param argv: the arguments (default: ``sys.argv[1:]``).
     :returns: the exit code: 0 ok, 1 a :class:`HandoffError` (one line on stderr), 2 usage
-        (argparse exits with it), 3 a save that committed its generation but left a copy unwritten.
+        (argparse exits with it), 3 a save that committed its generation but left a copy unwritten,
+        130 interrupted (Ctrl-C: one line, no traceback; a write under way finishes or leaves nothing).
     """
-    args = build_parser().parse_args(argv)
-    args.failed = False
-    args.exit_code = None
     try:
-        output = args.func(args)
-    except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
-        from handoff_files.cli.render import one_line  # noqa: PLC0415 -- only an error needs it
+        args = build_parser().parse_args(argv)
+        args.failed = False
+        args.exit_code = None
+        try:
+            output = args.func(args)
+        except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
+            from handoff_files.cli.render import one_line  # noqa: PLC0415 -- only an error needs it
 
-        print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
-        return EXIT_ERROR
-    sys.stdout.write(output)
+            print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
+            return EXIT_ERROR
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        print("handoff: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `handoff log | head`: the reader has all it wanted
+        # stdout's buffer can no longer be flushed: point it at nothing so the exit is quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     if args.exit_code is not None:
         return int(args.exit_code)
     return EXIT_ERROR if args.failed else EXIT_OK
