@@ -123,13 +123,42 @@ def cmd_show(args: argparse.Namespace) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> str:
-    """``handoff validate PATH...``: the good ones on stdout, one line per bad one on stderr."""
+    """``handoff validate PATH...``: ``ok`` lines on stdout, one ``handoff: FILE: REASON`` line per bad one on stderr.
+
+    Exit 1 if any failed. The stderr lines are written with ``--json`` too; stdout is then a
+    list with one entry per PATH, in order, every entry of one shape::
+
+        {"path": "t1", "ok": true, "generation": 3, "seal": "blake3:…", "kind": null, "error": null}
+        {"path": "t2", "ok": false, "generation": null, "seal": null,
+         "kind": "UnsealedEditError", "error": "edited after sealing: …"}
+
+    ``path`` is the PATH as given; ``kind`` is the name of the :class:`HandoffError` subclass
+    (``HandoffNotFoundError``, ``HandoffParseError``, ``ChecksumMismatchError`` …; plain
+    ``HandoffError`` for a path that cannot be read or a refused symbolic link), ``error`` its
+    reason.
+    """
     from handoff_files.thread.validate import validate  # noqa: PLC0415 -- imported per command: start-up cost
 
     results = validate(args.paths, assume_version=args.assume_version)
-    sys.stderr.write(validation_errors(results))
+    # one `path: reason` line per bad file (one_line escapes any newline), prefixed as main() prefixes an error
+    sys.stderr.writelines(f"handoff: {line}\n" for line in validation_errors(results).split("\n") if line)
     args.failed = not all(r.ok for r in results)
-    return to_json(validation_records(results)) if args.json else validation_report(results)
+    if not args.json:
+        return validation_report(results)
+    return to_json(
+        [
+            {
+                "path": r.path,
+                "ok": r.ok,
+                "generation": None,
+                "seal": None,
+                "kind": None if r.error is None else type(r.error).__name__,
+                "error": None,
+            }
+            | record  # fills generation and seal, or the error's reason
+            for r, record in zip(results, validation_records(results), strict=True)
+        ]
+    )
 
 
 def cmd_seal(args: argparse.Namespace) -> str:

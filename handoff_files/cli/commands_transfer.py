@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from handoff_files.cli.commands import read_input
 from handoff_files.cli.render import one_line, request_detail, request_table, to_json
+from handoff_files.foundation.errors import HandoffValidationError
 
 if TYPE_CHECKING:
     from handoff_files.inbox.lifecycle import InboxRequest
@@ -93,6 +94,9 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
 
     descriptor = None if args.descriptor is None else read_input(args.descriptor)[0]
     inbox = HandoffInbox(args.dir, registry=args.registry)
+    if args.to is None and inbox.registry is None:
+        msg = "name the agent asked with --to: this inbox has no agent registry (--registry) to route the request by"
+        raise HandoffValidationError(inbox.path, msg)
     record = inbox.request_handoff(
         args.from_agent,
         args.to,

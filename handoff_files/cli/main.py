@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from handoff_files.cli.arguments import agent, count, positive, seconds
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
 
@@ -155,9 +156,13 @@ def _add_care_commands(add: _Add) -> None:
         "run an agent on a thread: restart it when it dies, check it acknowledges its context",
     )
     p.add_argument("dir", help="thread directory (HANDOFF_DIR in the agent's environment)")
-    p.add_argument("--max-restarts", type=int, default=10, metavar="N", help="restarts before giving up (default 10)")
+    p.add_argument("--max-restarts", type=count, default=10, metavar="N", help="restarts before giving up (default 10)")
     p.add_argument(
-        "--ack-timeout", type=float, default=10.0, metavar="S", help="seconds the agent has to acknowledge (default 10)"
+        "--ack-timeout",
+        type=seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds the agent has to acknowledge (default 10)",
     )
     p.add_argument(
         "--restart-on-missing-ack",
@@ -180,7 +185,7 @@ def _add_care_commands(add: _Add) -> None:
         "keep each LangGraph thread's newest checkpoints under a HandoffSaver root; remove the rest",
     )
     p.add_argument("root", help="the HandoffSaver's root folder")
-    p.add_argument("--keep", type=int, required=True, metavar="N", help="checkpoints kept per thread and namespace")
+    p.add_argument("--keep", type=count, required=True, metavar="N", help="checkpoints kept per thread and namespace")
     p.add_argument("--thread", action="append", metavar="ID", help="only this thread id (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, and remove nothing")
 
@@ -193,7 +198,9 @@ def _add_agent_commands(add: _Add) -> None:
         "the restored handoff written for a model (priorities first), within a budget, with its acknowledgement code",
     )
     p.add_argument("dir", help="thread directory")
-    p.add_argument("--budget", type=int, default=6000, metavar="N", help="most characters (default 6000)")
+    p.add_argument(
+        "--budget", type=count, default=6000, metavar="N", help="most characters (default 6000, at least 1000)"
+    )
 
     p = add(
         "acknowledge",
@@ -243,9 +250,9 @@ def _add_transfer_commands(add: _Add) -> None:
         "hand a sealed generation to another agent: store its blob, print the descriptor",
     )
     p.add_argument("dir", help="thread directory")
-    p.add_argument("--to", metavar="AGENT", help="the agent meant to adopt it")
+    p.add_argument("--to", type=agent, metavar="AGENT", help="the agent meant to adopt it")
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
-    p.add_argument("--generation", type=int, metavar="N", help="which generation (default: the newest verified)")
+    p.add_argument("--generation", type=positive, metavar="N", help="which generation (default: the newest verified)")
     p.add_argument("--summary", help="a line for the receiver (default: the narrative's first sentence, next step)")
     p.add_argument("-o", "--output", help="also write the descriptor, durably, to FILE")
 
@@ -257,7 +264,7 @@ def _add_transfer_commands(add: _Add) -> None:
     p.add_argument("descriptor", help="descriptor file (JSON), or - for stdin")
     p.add_argument("new_dir", help="the new thread's directory (missing or empty)")
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
-    p.add_argument("--agent-id", help="the adopting agent (default: the directory name)")
+    p.add_argument("--agent-id", type=agent, help="the adopting agent (default: the directory name)")
     _add_inbox_commands(add)
 
 
@@ -283,7 +290,7 @@ def _add_inbox_commands(add: _Add) -> None:
         _handler("commands_transfer", "inbox_list"),
         "list the pending requests (oldest first), or with --all every request",
     )
-    q.add_argument("--agent", metavar="A", help="only the requests addressed to agent A")
+    q.add_argument("--agent", type=agent, metavar="A", help="only the requests addressed to agent A")
     q.add_argument("--all", action="store_true", help="every status, not only PENDING")
 
     q = action(
@@ -291,15 +298,17 @@ def _add_inbox_commands(add: _Add) -> None:
         _handler("commands_transfer", "inbox_request"),
         "ask agent B to take work over; prints the new request",
     )
-    q.add_argument("--from", dest="from_agent", required=True, metavar="A", help="the asking agent")
-    q.add_argument("--to", metavar="B", help="the agent asked (without it, --registry routes to a capable one)")
+    q.add_argument("--from", dest="from_agent", type=agent, required=True, metavar="A", help="the asking agent")
+    q.add_argument(
+        "--to", type=agent, metavar="B", help="the agent asked (without it, --registry routes to a capable one)"
+    )
     q.add_argument("--reason", required=True, metavar="R", help="why, for the agent deciding")
     q.add_argument(
         "--descriptor", metavar="FILE", help="the checkpoint to adopt: a descriptor (`handoff export`), - for stdin"
     )
     # no default here: the inbox's DEFAULT_PRIORITY applies, and building the parser never imports the inbox
     q.add_argument("--priority", type=int, metavar="N", help="lower is more urgent (default 5)")
-    q.add_argument("--timeout", type=float, metavar="S", help="seconds B has to accept (default: no limit)")
+    q.add_argument("--timeout", type=seconds, metavar="S", help="seconds B has to accept (default: no limit)")
     q.add_argument("--require", nargs="+", action="extend", default=[], metavar="CAP", help="capabilities B must have")
     q.add_argument("--registry", metavar="FILE", help="agent registry (JSON or YAML): the capability gate and routing")
 

@@ -28,6 +28,7 @@ __all__ = [
     "Journal",
     "JournalProblem",
     "ever_saved",
+    "first_entry",
     "torn",
 ]
 
@@ -39,6 +40,7 @@ EVENTS: Final = frozenset(
         "resumed",
         "unacknowledged",
         "hook",
+        "created",
         "migrated",
         "sealed",
         "repaired",
@@ -383,3 +385,16 @@ def ever_saved(layout: ThreadDir) -> bool:
         return True
     entries, problems = Journal(layout).check()
     return bool(problems) or any(entry.event in (*SAVE_EVENTS, DOCUMENT) for entry in entries)
+
+
+def first_entry(path: Path) -> Entry | None:
+    """The journal's first line, if it reads (a thread's "created" line: the format ``init`` chose).
+
+    Reads one line at most, never the whole journal; a missing, empty or damaged first line is None.
+    """
+    try:
+        with path.open("rb") as handle:
+            raw = handle.readline(64 * 1024)
+    except OSError:
+        return None
+    return _parse_line(raw.rstrip(b"\n")) if raw.endswith(b"\n") else None

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Final
 
 from handoff_files.format.codec import Format
-from handoff_files.foundation.atomic import remove_stray_temps, stray_temps
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.atomic import fsync_dir, remove_stray_temps, stray_temps
+from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 
 __all__ = [
     "EXTENSIONS",
@@ -146,6 +146,25 @@ class ThreadDir:
         """The newest generation in ``history/`` (0 when there is none)."""
         listing = self.generations()
         return listing[0][0] if listing else 0
+
+    def create(self) -> None:
+        """Create the thread directory and ``history/`` (mode 0700) durably; a no-op if they exist.
+
+        :raises HandoffWriteError: if they cannot be created.
+        :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
+        """
+        try:
+            for directory in (self.path, self.history_dir):
+                if directory.is_symlink() and directory == self.history_dir:
+                    msg = "history/ is a symbolic link; a thread's files are never written outside it"
+                    raise HandoffError(directory, msg)
+                if not directory.is_dir():
+                    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    # fsync the parent: a new directory is not durable until its entry is
+                    fsync_dir(directory.parent)
+        except OSError as exc:
+            msg = f"cannot create the thread directory: {exc.strerror or exc}"
+            raise HandoffWriteError(self.path, msg) from exc
 
     def holdings(self) -> list[str]:
         """The names of this directory's handoff files and channels (empty for a new thread).

@@ -12,7 +12,7 @@ from handoff_files.format.codec import Format
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.foundation.lock import WriterLock
 from handoff_files.foundation.names import check_id
-from handoff_files.thread.journal import Journal
+from handoff_files.thread.journal import Journal, first_entry
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
 
 __all__ = ["DURABILITIES", "Durability", "ThreadSettings", "check_durability", "choose_format"]
@@ -149,6 +149,13 @@ def choose_format(layout: ThreadDir, wanted: Format | None) -> Format:
         msg = f"format must be 'json' or 'yaml', not {wanted!r}"
         raise HandoffValidationError(layout.path, msg)
     if existing and wanted is not None and existing[0] != wanted:
-        msg = f"thread's primary is {existing[0].upper()}; open it with format={existing[0]!r}"
+        have, want = existing[0].upper(), wanted.upper()
+        msg = f"the thread's primary is {have}, not {want}: leave the format out, or ask for {existing[0]}"
         raise HandoffValidationError(layout.path, msg)
-    return existing[0] if existing else (wanted or "json")
+    if existing:
+        return existing[0]
+    if wanted is None:  # a thread made by `init --format yaml` keeps that format for its first save
+        created = first_entry(layout.journal)
+        chosen = created.extra.get("format") if created is not None and created.event == "created" else None
+        return chosen if chosen in EXTENSIONS else "json"
+    return wanted

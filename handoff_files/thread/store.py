@@ -14,11 +14,10 @@ from handoff_files.format.codec import MAX_FILE_BYTES, Format
 from handoff_files.format.content import dump_layers, layers_of
 from handoff_files.format.loader import decode, load
 from handoff_files.format.model import SCHEMA_VERSION, Handoff, HandoffContent
-from handoff_files.foundation.atomic import fsync_dir, is_real_dir, lexists, read_bytes, write_durable
+from handoff_files.foundation.atomic import is_real_dir, lexists, read_bytes, write_durable
 from handoff_files.foundation.clock import file_stamp
 from handoff_files.foundation.errors import (
     HandoffError,
-    HandoffWriteError,
     NoHandoffError,
     TransferRefusedError,
     UnsealedEditError,
@@ -80,6 +79,7 @@ class HandoffStore:
     ) -> None:
         #: The thread directory's paths and listings.
         self.layout = ThreadDir(path)
+        self._format_given = format is not None
         self.path = self.layout.path
         self._thread = ThreadSettings.checked(
             self.layout,
@@ -160,21 +160,17 @@ class HandoffStore:
     def init(self) -> None:
         """Create the thread directory and ``history/`` (mode 0700) durably; a no-op if they exist.
 
+        A store opened with an explicit ``format`` on a thread with nothing in it yet records the
+        format in the journal's first line ("created"), so later stores opened without one keep it.
+
         :raises HandoffWriteError: if they cannot be created.
         :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
         """
-        try:
-            for directory in (self.path, self.history_dir):
-                if directory.is_symlink() and directory == self.history_dir:
-                    msg = "history/ is a symbolic link; a thread's files are never written outside it"
-                    raise HandoffError(directory, msg)
-                if not directory.is_dir():
-                    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                    # fsync the parent: a new directory is not durable until its entry is
-                    fsync_dir(directory.parent)
-        except OSError as exc:
-            msg = f"cannot create the thread directory: {exc.strerror or exc}"
-            raise HandoffWriteError(self.path, msg) from exc
+        self.layout.create()
+        if self._format_given and not lexists(self.layout.journal) and not self.layout.holdings():
+            fmt, summary = self.format, f"thread created; its primary will be {self.format.upper()}"
+            with self.locked():
+                self._thread.journal.append("created", generation=None, seal=None, summary=summary, format=fmt)
 
     # -- save --------------------------------------------------------------------------------
 

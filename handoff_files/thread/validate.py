@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
+from handoff_files.foundation.atomic import is_real_dir
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.locate import primary_of
 
@@ -19,7 +21,8 @@ class Validation:
     """What :func:`validate` found for one path: the verified handoff, or the error that stopped it.
 
     Exactly one of ``handoff`` and ``error`` is set. ``path`` is the path as given (a thread
-    directory or a file), not the primary it stands for.
+    directory or a file), not the primary it stands for; ``error.path`` names the file the
+    error is about.
     """
 
     path: str | os.PathLike[str]
@@ -36,7 +39,11 @@ def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | N
     """Load and verify each path, as :func:`load` does; a bad one never stops the rest.
 
     A thread directory stands for its primary file (the one a person would edit), which is
-    verified as it is: no fallback to ``history/`` as a restore would take. Never writes.
+    verified as it is: no fallback to ``history/`` as a restore would take. A primary that is a
+    symbolic link is refused, not followed, as the store refuses it. A file named in *paths* is
+    read as ``handoff show FILE`` reads it, through a symbolic link if it is one: the caller
+    chose it. A path that cannot be looked at or read (a name too long, a directory that may
+    not be searched, a FIFO, a symlink loop) fails alone. Never writes.
 
     :param paths: handoff files or thread directories.
     :param assume_version: the version of files that do not say, as a person states it.
@@ -45,9 +52,20 @@ def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | N
     results = []
     for path in paths:
         try:
-            handoff = load(primary_of(path), assume_version=assume_version)
+            handoff = _verify(Path(path), assume_version)
         except HandoffError as exc:
             results.append(Validation(path, error=exc))
         else:
             results.append(Validation(path, handoff=handoff))
     return results
+
+
+def _verify(path: Path, assume_version: str | None) -> Handoff:
+    """Load the handoff *path* stands for: a thread directory's primary, or the file itself."""
+    # is_real_dir, not Path.is_dir(): a stat error other than "no such file" (EACCES, EIO, a name
+    # too long) is a HandoffError for this path, where is_dir() lets a bare OSError end the run;
+    # the directory itself may be a symlink, as a store opened on it follows one
+    if not is_real_dir(path, follow_symlinks=True):
+        return load(path, assume_version=assume_version)
+    # the thread's files are never followed out of it (see HandoffStore): a link in the primary's place is refused
+    return load(primary_of(path), assume_version=assume_version, follow_symlinks=False)

@@ -97,9 +97,9 @@ def test_validate_exits_1_with_one_line_per_bad_file(tmp_path: Path, capsys: pyt
     captured = capsys.readouterr()
     err_lines = captured.err.strip().splitlines()
     assert len(err_lines) == 2
-    assert err_lines[0].startswith(str(bad))
+    assert err_lines[0].startswith(f"handoff: {bad}: ")
     assert "duplicate key" in err_lines[0]
-    assert err_lines[1].startswith(str(missing))
+    assert err_lines[1].startswith(f"handoff: {missing}: ")
     assert f"ok {good}" in captured.out
 
 

@@ -209,7 +209,7 @@ def test_a_thread_with_both_json_and_yaml_primaries_is_refused(thread_dir: Path)
 def test_a_yaml_thread_refuses_to_be_opened_as_json(thread_dir: Path) -> None:
     HandoffStore(thread_dir, format="yaml").save(CONTENT)
     assert HandoffStore(thread_dir).format == "yaml"
-    with pytest.raises(HandoffValidationError, match="open it with format='yaml'"):
+    with pytest.raises(HandoffValidationError, match="the thread's primary is YAML, not JSON"):
         HandoffStore(thread_dir, format="json")
 
 

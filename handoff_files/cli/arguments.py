@@ -1,0 +1,52 @@
+"""Argument types: the parser checks counts, durations and ids, so a bad one is a usage error naming its flag."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+__all__ = ["agent", "count", "positive", "seconds"]
+
+
+def count(text: str) -> int:
+    """An argument that counts something: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        msg = f"expected a whole number, 0 or more, not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def positive(text: str) -> int:
+    """An argument numbering something from 1 (a generation)."""
+    value = count(text)
+    if value == 0:
+        msg = "expected a whole number from 1"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def seconds(text: str) -> float:
+    """A duration: a finite number of seconds, more than 0 (``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        msg = f"expected a number of seconds more than 0, not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def agent(text: str) -> str:
+    """An agent id: the rule every id follows (it becomes a directory name)."""
+    from handoff_files.foundation.names import ID_PATTERN  # noqa: PLC0415 -- one regex, only when given
+
+    if not re.fullmatch(ID_PATTERN, text):
+        msg = f"{text!r} is not a valid agent id: 1 to 64 letters, digits, '.', '_' or '-', a letter or digit first"
+        raise argparse.ArgumentTypeError(msg)
+    return text
