@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         Warning,
     )
     from handoff_files.foundation.errors import (
+        AckKeyError,
         BlobError,
         BlobIntegrityError,
         BlobNotFoundError,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
 # costs almost nothing and an agent's restart never pays for watchdog, ruamel.yaml, fsspec, LangGraph
 # or the inbox
 _EXPORTS: Final[dict[str, str]] = {
+    "AckKeyError": "handoff_files.foundation.errors",
     "BlobError": "handoff_files.foundation.errors",
     "BlobIntegrityError": "handoff_files.foundation.errors",
     "BlobNotFoundError": "handoff_files.foundation.errors",
@@ -157,6 +159,7 @@ _EXPORTS: Final[dict[str, str]] = {
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AckKeyError",
     "Acknowledgement",
     "AdoptResult",
     "AgentRegistry",

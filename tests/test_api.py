@@ -11,6 +11,7 @@ from handoff_files import HandoffError
 
 EXPECTED_ALL = [
     "SCHEMA_VERSION",
+    "AckKeyError",
     "Acknowledgement",
     "AdoptResult",
     "AgentRegistry",

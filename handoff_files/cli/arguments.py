@@ -6,7 +6,7 @@ import argparse
 import math
 import re
 
-__all__ = ["agent", "count", "positive", "seconds"]
+__all__ = ["agent", "budget", "count", "positive", "seconds", "wait"]
 
 
 def count(text: str) -> int:
@@ -50,3 +50,26 @@ def agent(text: str) -> str:
         msg = f"{text!r} is not a valid agent id: 1 to 64 letters, digits, '.', '_' or '-', a letter or digit first"
         raise argparse.ArgumentTypeError(msg)
     return text
+
+
+def budget(text: str) -> int:
+    """A briefing's budget in characters: at least the smallest a briefing fits in."""
+    from handoff_files.uptake.briefing import MIN_BUDGET  # noqa: PLC0415 -- the command imports it anyway
+
+    value = count(text)
+    if value < MIN_BUDGET:
+        msg = f"a briefing needs at least {MIN_BUDGET} characters, not {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def wait(text: str) -> float:
+    """How long to wait for the writers' lock: finite seconds, 0 or more (0: fail at once)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        msg = f"expected a number of seconds, 0 or more, not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value

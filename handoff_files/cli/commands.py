@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from handoff_files.cli.main import EXIT_UNFINISHED
 from handoff_files.cli.render import (
@@ -68,6 +68,23 @@ def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
 STDIN = "<stdin>"
 
 
+def lock_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The store keywords for ``--wait``: how long to wait for the writers' lock, telling the person who holds it."""
+    from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, LockWait  # noqa: PLC0415
+
+    def waiting(wait: LockWait) -> None:
+        holder = f"held by {wait.holder}" if wait.holder else "held by a writer that did not say who it is"
+        limit = "--wait 0 fails at once" if wait.waited == 0 else f"{wait.waited:.0f} s so far"
+        print(
+            f"handoff: waiting for the writers' lock of {wait.directory}, {holder} ({limit}; "
+            f"giving up after {wait.timeout:g} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return {"lock_timeout": DEFAULT_LOCK_TIMEOUT if args.wait is None else args.wait, "on_lock_wait": waiting}
+
+
 def read_input(name: str | None) -> tuple[bytes, str]:
     """The bytes of FILE, or of stdin for ``-`` or no name, with the name errors should give.
 
@@ -90,7 +107,7 @@ def cmd_init(args: argparse.Namespace) -> str:
     """``handoff init DIR``."""
     from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
 
-    store = HandoffStore(args.dir, format=args.format)
+    store = HandoffStore(args.dir, format=args.format, **lock_options(args))
     store.init()
     return to_json({"path": str(store.path)}) if args.json else f"thread ready at {store.path}\n"
 
@@ -101,7 +118,7 @@ def cmd_save(args: argparse.Namespace) -> str:
     from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
 
     data, name = read_input(args.file)
-    receipt = HandoffStore(args.dir, format=args.format).save(parse(data, name))
+    receipt = HandoffStore(args.dir, format=args.format, **lock_options(args)).save(parse(data, name))
     return _receipt(receipt, args, "saved")
 
 
@@ -165,14 +182,14 @@ def cmd_seal(args: argparse.Namespace) -> str:
     """``handoff seal PATH``."""
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
 
-    return _receipt(thread_of(args.path).seal(), args, "sealed")
+    return _receipt(thread_of(args.path, **lock_options(args)).seal(), args, "sealed")
 
 
 def cmd_migrate(args: argparse.Namespace) -> str:
     """``handoff migrate PATH``."""
     from handoff_files.thread.locate import migrate_path  # noqa: PLC0415 -- imported per command: start-up cost
 
-    report = migrate_path(args.path, dry_run=args.dry_run, assume_version=args.assume_version)
+    report = migrate_path(args.path, dry_run=args.dry_run, assume_version=args.assume_version, **lock_options(args))
     if args.json:
         return to_json(
             {
@@ -192,7 +209,8 @@ def cmd_import(args: argparse.Namespace) -> str:
     from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see the comment above
 
     data, name = read_input(args.file)
-    return _receipt(sw4rm.import_context(data, args.dir, source=name, format=args.format), args, "imported")
+    receipt = sw4rm.import_context(data, args.dir, source=name, format=args.format, **lock_options(args))
+    return _receipt(receipt, args, "imported")
 
 
 def cmd_export_context(args: argparse.Namespace) -> str:
@@ -208,11 +226,11 @@ def cmd_export_context(args: argparse.Namespace) -> str:
 
 
 def cmd_doctor(args: argparse.Namespace) -> str:
-    """``handoff doctor DIR``: exit 1 on errors and on what could not be repaired."""
+    """``handoff doctor DIR`` (or its primary file): exit 1 on errors and on what could not be repaired."""
     from handoff_files.thread.doctor import examine, failed  # noqa: PLC0415 -- imported per command: start-up cost
-    from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
 
-    findings = examine(HandoffStore(args.dir), repair=args.repair)
+    findings = examine(thread_of(args.dir, **lock_options(args)), repair=args.repair)
     args.failed = failed(findings)
     if args.json:
         return to_json([dataclasses.asdict(f) for f in findings])

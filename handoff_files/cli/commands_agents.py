@@ -16,21 +16,21 @@ def cmd_brief(args: argparse.Namespace) -> str:
     """``handoff brief THREAD [--budget N]``: the restored handoff written for a model, with its code."""
     from handoff_files.uptake.briefing import briefing_for  # noqa: PLC0415 -- imported per command: start-up cost
 
-    try:
-        briefing = briefing_for(args.dir, budget=args.budget)
-    except ValueError as exc:  # a budget below the minimum
-        raise HandoffError(args.dir, str(exc)) from None
+    briefing = briefing_for(args.dir, budget=args.budget)
     if briefing is None:
         msg = "nothing saved here yet: no briefing to give (the agent starts fresh)"
         raise NoHandoffError(args.dir, msg)
+    for problem in briefing.problems:  # the restore's, or a damaged acknowledgement key
+        print(f"handoff: note: {problem}", file=sys.stderr)
     return to_json(briefing.to_json()) if args.json else briefing.text
 
 
 def cmd_acknowledge(args: argparse.Namespace) -> str:
     """``handoff acknowledge THREAD CODE``: the agent read the current generation's briefing."""
+    from handoff_files.cli.commands import lock_options  # noqa: PLC0415
     from handoff_files.thread.store import HandoffStore  # noqa: PLC0415
 
-    ack = HandoffStore(args.dir).acknowledge(code=args.code)
+    ack = HandoffStore(args.dir, **lock_options(args)).acknowledge(code=args.code)
     if args.json:
         return to_json({"generation": ack.generation, "source": ack.source, "with_code": ack.with_code})
     return f"acknowledged generation {ack.generation} with its briefing's code\n"

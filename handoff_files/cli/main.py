@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from handoff_files.cli.arguments import agent, count, positive, seconds
+from handoff_files.cli.arguments import agent, budget, count, positive, seconds, wait
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
 
@@ -28,6 +28,8 @@ EXIT_UNFINISHED: Final = 3
 EXIT_INTERRUPTED: Final = 130
 
 Handler = Callable[[argparse.Namespace], str]
+# the commands that take a thread's writers' lock, and so may wait for another writer
+_WRITERS: Final = frozenset({"init", "save", "seal", "migrate", "import", "doctor", "acknowledge"})
 
 
 def _handler(module: str, name: str) -> Handler:
@@ -56,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+        if name in _WRITERS:
+            p.add_argument(
+                "--wait",
+                type=wait,
+                metavar="S",
+                help="seconds to wait for another writer's lock, saying who holds it (default 30; 0: fail at once)",
+            )
         p.set_defaults(func=func)
         return p
 
@@ -144,7 +153,7 @@ def _add_care_commands(add: _Add) -> None:
         _handler("commands", "doctor"),
         "check every channel of a thread and what a person can do; exit 1 on errors",
     )
-    p.add_argument("dir", help="thread directory")
+    p.add_argument("dir", help="thread directory, or its primary file")
     p.add_argument("--repair", action="store_true", help="rebuild what can be rebuilt, and say what could not")
 
     p = add("log", _handler("commands", "log"), "show the thread's journal as a readable timeline")
@@ -199,7 +208,7 @@ def _add_agent_commands(add: _Add) -> None:
     )
     p.add_argument("dir", help="thread directory")
     p.add_argument(
-        "--budget", type=count, default=6000, metavar="N", help="most characters (default 6000, at least 1000)"
+        "--budget", type=budget, default=6000, metavar="N", help="most characters (default 6000, at least 1000)"
     )
 
     p = add(

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from handoff_files.format.model import Handoff
 
 __all__ = [
+    "AckKeyError",
     "BlobError",
     "BlobIntegrityError",
     "BlobNotFoundError",
@@ -170,3 +171,7 @@ class CapabilityError(HandoffError):
 
 class WrongCodeError(HandoffError):
     """An acknowledgement code that is not the current generation's briefing's (journaled as such)."""
+
+
+class AckKeyError(HandoffError):
+    """The acknowledgement key cannot be made or read, or is not a key the user alone can read."""

@@ -3,30 +3,98 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
+import functools
+import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffLockedError, HandoffWriteError
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "LOCK_NAME", "WriterLock", "try_writer_lock", "writer_lock"]
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "LOCK_NAME",
+    "WAIT_REPORT_SECONDS",
+    "LockHolder",
+    "LockWait",
+    "OnLockWait",
+    "WriterLock",
+    "lock_holder",
+    "try_writer_lock",
+    "writer_lock",
+]
 
 LOCK_NAME: Final = ".lock"
 #: Seconds a writer waits for another. A save holds the lock for milliseconds; a holder that
 #: dies releases it at once (the kernel drops its flock), so a long wait means a live, stuck writer.
 DEFAULT_LOCK_TIMEOUT: Final = 30.0
+#: A waiter's ``on_wait`` is called when its wait begins, then every this many seconds.
+WAIT_REPORT_SECONDS: Final = 5.0
 # waiting for another writer: first poll soon (a save is over in a millisecond or two), then back off
 _FIRST_POLL: Final = 0.0005
 _LAST_POLL: Final = 0.02
 _FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 # bound once: a dropped descriptor is closed whenever the collector gets to it, which is part of
-# no operation, so it must not show up (or be failed) in a traced or fault-injected one
+# no operation, so it must not show up (or be failed) in a traced or fault-injected one; nor must
+# the holder's record, advisory text whose failure changes nothing
 _close: Final = os.close
+_pread: Final = os.pread
+_pwrite: Final = os.pwrite
+_HOST: Final = os.uname().nodename
+_HOST_JSON: Final = json.dumps(_HOST)
+# the holder's record: one JSON line at the start of .lock, padded to a fixed width and blanked
+# (not truncated: a truncation costs more than the rest of the lock) when the holder lets go
+_RECORD_WIDTH: Final = 256
+_CLEARED: Final = b" " * (_RECORD_WIDTH - 1) + b"\n"
+_READ_BYTES: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LockHolder:
+    """Who holds a thread's writers' lock, as the holder recorded itself in ``.lock``.
+
+    Advisory: it names the holder for people, and the lock never relies on it.
+
+    :param pid: the holding process's id (on *host*).
+    :param host: the holder's host name.
+    :param since: when it took the lock (UTC).
+    """
+
+    pid: int
+    host: str
+    since: dt.datetime
+
+    def __str__(self) -> str:
+        where = "" if self.host == _HOST else f" on {self.host}"
+        return f"pid {self.pid}{where} since {iso_z(self.since)}"
+
+
+@dataclass(frozen=True, slots=True)
+class LockWait:
+    """A writer waiting for the lock, as its ``on_wait`` callback is told.
+
+    :param directory: the thread directory whose lock it waits for.
+    :param holder: who holds the lock, or None if the holder left no live record of itself.
+    :param waited: seconds waited so far.
+    :param timeout: seconds it waits in all before it gives up.
+    """
+
+    directory: Path
+    holder: LockHolder | None
+    waited: float
+    timeout: float
+
+
+#: Called when a writer starts to wait for the lock, then every :data:`WAIT_REPORT_SECONDS`.
+OnLockWait = Callable[[LockWait], None]
 
 
 class _Descriptor:
@@ -62,12 +130,24 @@ class WriterLock:
     - **a dead holder frees it at once**: the kernel drops a process's ``flock`` when it dies.
     - **the file it locks is the one named ``.lock``**: if the file was removed or replaced
       while a descriptor was open, the lock is taken again on the file now there.
-    - **fork-safe**: a child never believes it holds its parent's lock; it opens its own.
+    - **fork-safe**: a child never believes it holds its parent's lock; it opens its own, and
+      leaving a block it inherited holding the lock does not release the parent's.
+    - **the holder is named**: it writes who it is (:class:`LockHolder`) into ``.lock`` when it
+      takes the lock and blanks it before it drops it (one ``pwrite`` each), so a waiter can
+      say whom it waits for; :func:`lock_holder` reads it.
+
+    :param directory: the thread directory (the lock file is ``directory/.lock``).
+    :param timeout: seconds to wait for another writer; 0 (or less): fail at once if it is held.
+    :param on_wait: called when a wait begins (with the holder), then every :data:`WAIT_REPORT_SECONDS`;
+        what it raises ends the wait and propagates. None: wait silently.
     """
 
-    def __init__(self, directory: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+    def __init__(
+        self, directory: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT, on_wait: OnLockWait | None = None
+    ) -> None:
         self.directory = directory
         self.timeout = timeout
+        self.on_wait = on_wait
         self.path = directory / LOCK_NAME
         self._local = threading.local()
 
@@ -75,7 +155,8 @@ class WriterLock:
     def held(self) -> Iterator[None]:
         """Hold the lock for the duration of the block.
 
-        :raises HandoffLockedError: if another writer held it for more than the timeout.
+        :raises HandoffLockedError: if another writer held it for more than the timeout (it names
+            the holder when the holder recorded itself).
         :raises HandoffWriteError: if the lock file cannot be opened.
         """
         held = self._acquire()
@@ -83,8 +164,9 @@ class WriterLock:
             yield
         finally:
             held.depth -= 1
-            if held.depth == 0:
-                _unlock(held.fd)
+            # a forked child leaving its parent's block: the flock is the parent's, not its to drop
+            if held.depth == 0 and held.pid == os.getpid():
+                _release(held.fd)
 
     def _descriptor(self) -> _Descriptor:
         held: _Descriptor | None = getattr(self._local, "held", None)
@@ -102,7 +184,9 @@ class WriterLock:
         if held.depth:
             held.depth += 1
             return held
-        deadline = time.monotonic() + self.timeout
+        start = time.monotonic()
+        deadline = start + self.timeout
+        report = start  # when on_wait is next due
         poll = _FIRST_POLL
         while True:
             if _try_flock(held.fd, self.directory):
@@ -114,20 +198,32 @@ class WriterLock:
                     raise HandoffWriteError(self.directory, msg) from exc
                 if same:
                     held.depth = 1
+                    _record(held.fd, held.pid)
                     return held
                 # .lock was removed or replaced under our descriptor: lock the file there now
                 _unlock(held.fd)
                 held.close()
                 held = self._descriptor_anew()
                 continue
-            if time.monotonic() >= deadline:
-                msg = (
-                    f"another writer has held {LOCK_NAME} for over {self.timeout:g} s; "
-                    "try again, or find the stuck process"
-                )
-                raise HandoffLockedError(self.directory, msg)
+            now = time.monotonic()
+            if now >= deadline:
+                raise self._timed_out(_holder_of(held.fd))
+            if self.on_wait is not None and now >= report:
+                self.on_wait(LockWait(self.directory, _holder_of(held.fd), now - start, self.timeout))
+                report = now + WAIT_REPORT_SECONDS
             time.sleep(poll)
             poll = min(poll * 2, _LAST_POLL)
+
+    def _timed_out(self, holder: LockHolder | None) -> HandoffLockedError:
+        who = "it did not record who it is" if holder is None else holder
+        if self.timeout > 0:
+            msg = (
+                f"another writer has held {LOCK_NAME} for over {self.timeout:g} s ({who}); "
+                "try again, or find the stuck process"
+            )
+        else:
+            msg = f"another writer has held {LOCK_NAME} ({who}), and no wait was asked for; try again"
+        return HandoffLockedError(self.directory, msg)
 
     def _descriptor_anew(self) -> _Descriptor:
         self._local.held = None
@@ -153,6 +249,94 @@ def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def _release(fd: int) -> None:
+    """Blank the holder's record, then drop the flock (the record is written only under the lock)."""
+    try:  # noqa: SIM105 -- on the hot path, and contextlib.suppress costs a quarter of a pwrite
+        _pwrite(fd, _CLEARED, 0)
+    except OSError:
+        pass  # advisory: a record left behind is told from a live one by the flock
+    _unlock(fd)
+
+
+def _record(fd: int, pid: int) -> None:
+    """Write who holds the lock into the lock file *fd* (a failure changes nothing: it is advisory)."""
+    second, milli = divmod(int(time.time() * 1000), 1000)
+    head, tail = _record_parts(pid, second)
+    try:  # noqa: SIM105 -- see _release
+        _pwrite(fd, head + b"%03d" % milli + tail, 0)
+    except OSError:
+        pass
+
+
+@functools.lru_cache(maxsize=2)
+def _record_parts(pid: int, second: int) -> tuple[bytes, bytes]:
+    """A record's text before and after its milliseconds: formatting them is most of its cost, once a second."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    head = f'{{"pid":{pid},"host":{_HOST_JSON},"since":"{stamp}.'.encode()
+    end = b'Z"}'
+    return head, end.ljust(_RECORD_WIDTH - len(head) - 3 - 1) + b"\n"
+
+
+def _holder_of(fd: int) -> LockHolder | None:
+    """The live holder the lock file *fd* names, if it names one (the caller found the lock held).
+
+    None for a blank, unreadable or malformed record, and for a stale one: a holder on this host
+    whose process is gone (the kernel dropped its flock, and the next holder has not yet written
+    its own record).
+    """
+    try:
+        first = _pread(fd, _READ_BYTES, 0).split(b"\n", 1)[0].strip()
+        record = json.loads(first) if first else None
+        if not isinstance(record, dict):
+            return None
+        pid, host, since = record.get("pid"), record.get("host"), record.get("since")
+        if type(pid) is not int or pid <= 0 or not isinstance(host, str) or not isinstance(since, str):
+            return None
+        moment = dt.datetime.fromisoformat(since)
+    except (OSError, ValueError):
+        return None
+    if moment.tzinfo is None or (host == _HOST and not _alive(pid)):
+        return None
+    return LockHolder(pid, host, moment)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: is there such a process (pid > 0: never a process group)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, under another user
+        return True
+    return True
+
+
+def lock_holder(directory: Path) -> LockHolder | None:
+    """Who holds *directory*'s writers' lock now, as it recorded itself; never waits for the lock.
+
+    :returns: the holder; None if the lock is free (whatever the file says: a killed holder leaves
+        its record behind), if its holder is a process on this host that is gone, or if the
+        holder left no record (a version of this library that wrote none). Advisory: by the time
+        it returns, the holder may have let go.
+    """
+    try:
+        fd = os.open(directory / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        holder = _holder_of(fd)
+        if holder is None:
+            return None
+        try:  # a shared flock taken (and dropped) in passing: taken means no writer holds it
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return holder
+        except OSError:
+            return None
+        return None
+    finally:
+        _close(fd)
+
+
 def _same_file(fd: int, path: Path) -> bool:
     """Whether *fd* is still the file at *path* (not removed or replaced since it was opened).
 
@@ -167,9 +351,11 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 @contextmanager
-def writer_lock(directory: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+def writer_lock(
+    directory: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT, on_wait: OnLockWait | None = None
+) -> Iterator[None]:
     """Hold *directory*'s writers' lock for the duration of the block (see :class:`WriterLock`)."""
-    with WriterLock(directory, timeout=timeout).held():
+    with WriterLock(directory, timeout=timeout, on_wait=on_wait).held():
         yield
 
 
@@ -179,6 +365,7 @@ def try_writer_lock(directory: Path) -> Iterator[bool]:
 
     For housekeeping a reader may do when no writer is live (removing a dead writer's temp
     files, telling an interrupted save from one in progress): it never waits for a writer.
+    While it holds the lock it names itself in ``.lock``, as a writer does.
     """
     try:
         fd = os.open(directory / LOCK_NAME, _FLAGS, 0o600)
@@ -191,7 +378,14 @@ def try_writer_lock(directory: Path) -> Iterator[bool]:
         except OSError:
             yield False
             return
-        yield True
+        owner = os.getpid()
+        _record(fd, owner)
+        try:
+            yield True
+        finally:
+            if os.getpid() == owner:  # a forked child leaving the block: the record is its parent's
+                with contextlib.suppress(OSError):
+                    _pwrite(fd, _CLEARED, 0)
     finally:
         # closing the only descriptor of the open file drops its flock
         os.close(fd)

@@ -10,17 +10,20 @@ The key lives in ``$HANDOFF_FILES_KEY`` if set (a path), else in the user's stat
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import stat
 from pathlib import Path
 from typing import Final
 
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.errors import AckKeyError
 
 __all__ = ["KEY_ENV", "ack_key", "key_path"]
 
 #: The environment variable naming the key file (a path), overriding the state directory.
 KEY_ENV: Final = "HANDOFF_FILES_KEY"
 _KEY_BYTES: Final = 32
+_HEX: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def key_path() -> Path:
@@ -35,24 +38,52 @@ def key_path() -> Path:
 def ack_key() -> bytes:
     """The key, made on first use (atomically: two processes making it at once agree on one).
 
-    :raises HandoffError: if the key file cannot be made or read, or does not hold a key.
+    The file must be a regular file (not a symbolic link) owned by this user and readable by no
+    one else: a key another user could read or plant would let a process that never read a
+    briefing produce its code.
+
+    :raises AckKeyError: if the key file cannot be made or read, is not private to this user, or
+        does not hold a key.
     """
     path = key_path()
     try:
-        text = path.read_text(encoding="ascii")
+        text = _read_private(path)
     except FileNotFoundError:
         text = _make(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        msg = f"cannot read the acknowledgement key: {getattr(exc, 'strerror', None) or exc}"
-        raise HandoffError(path, msg) from exc
-    try:
-        key = bytes.fromhex(text.strip())
-    except ValueError:
-        key = b""
+    key = bytes.fromhex(text.strip()) if _HEX.fullmatch(text.strip()) else b""
     if len(key) != _KEY_BYTES:
         msg = f"not an acknowledgement key ({_KEY_BYTES} bytes in hex); remove it and one is made anew"
-        raise HandoffError(path, msg)
+        raise AckKeyError(path, msg)
     return key
+
+
+def _read_private(path: Path) -> str:
+    """The key file's text, if it is a regular file of this user's that no one else can read or write.
+
+    :raises FileNotFoundError: if there is none yet.
+    :raises AckKeyError: if it is something else, or cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        msg = f"cannot read the acknowledgement key: {exc.strerror or exc} (it must be a plain file, not a link)"
+        raise AckKeyError(path, msg) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            msg = (
+                f"the acknowledgement key must be a plain file of yours with mode 0600 "
+                f"(it is mode {stat.S_IMODE(st.st_mode):04o}, owner {st.st_uid}); remove it and one is made anew"
+            )
+            raise AckKeyError(path, msg)
+        return os.read(fd, 4096).decode("ascii", errors="replace")
+    except OSError as exc:
+        msg = f"cannot read the acknowledgement key: {exc.strerror or exc}"
+        raise AckKeyError(path, msg) from exc
+    finally:
+        os.close(fd)
 
 
 def _make(path: Path) -> str:
@@ -69,10 +100,10 @@ def _make(path: Path) -> str:
         try:
             os.link(temp, path)  # fails if another process made it first: theirs is the key
         except FileExistsError:
-            return path.read_text(encoding="ascii")
+            return _read_private(path)
         finally:
             os.unlink(temp)
     except OSError as exc:
         msg = f"cannot make the acknowledgement key: {exc.strerror or exc}"
-        raise HandoffError(path, msg) from exc
+        raise AckKeyError(path, msg) from exc
     return text

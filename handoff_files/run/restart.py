@@ -7,8 +7,9 @@ import os
 from collections.abc import Callable
 
 from handoff_files.foundation.errors import HandoffError, NoHandoffError
-from handoff_files.thread.journal import Entry, Journal, ever_saved
+from handoff_files.thread.journal import Entry, Journal
 from handoff_files.thread.layout import HISTORY_DIR, MIRROR_NAME, ThreadDir
+from handoff_files.thread.notes import ever_saved
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
 

@@ -27,7 +27,6 @@ __all__ = [
     "Entry",
     "Journal",
     "JournalProblem",
-    "ever_saved",
     "first_entry",
     "torn",
 ]
@@ -368,23 +367,6 @@ class Journal:
                 if tail:
                     problems.append(_torn_problem(path))
         return entries, problems
-
-
-def ever_saved(layout: ThreadDir) -> bool:
-    """Whether a save ever wrote here: :meth:`ThreadDir.holds_anything`, except that a journal whose
-    lines record no save (a hook's notes on a thread not saved yet) is a fresh thread.
-
-    A damaged journal line might have been a save's: it counts as one.
-
-    :raises HandoffError: if the directory or the journal cannot be read.
-    """
-    if not layout.holds_anything():
-        return False
-    journals = {layout.journal.name, layout.previous_journal.name}
-    if set(layout.holdings()) - journals or (layout.history_dir.is_dir() and any(layout.history_dir.iterdir())):
-        return True
-    entries, problems = Journal(layout).check()
-    return bool(problems) or any(entry.event in (*SAVE_EVENTS, DOCUMENT) for entry in entries)
 
 
 def first_entry(path: Path) -> Entry | None:

@@ -11,6 +11,7 @@ from typing import Final
 from handoff_files.format.codec import Format
 from handoff_files.foundation.atomic import fsync_dir, remove_stray_temps, stray_temps
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
+from handoff_files.foundation.lock import try_writer_lock
 
 __all__ = [
     "EXTENSIONS",
@@ -205,6 +206,19 @@ class ThreadDir:
     def stray_temps(self) -> list[Path]:
         """Temp files a dead writer left, in the directory and in ``history/``."""
         return stray_temps(self.path) + stray_temps(self.history_dir)
+
+    def sweep_temps(self) -> bool:
+        """Remove the temp files dead writers left, unless a writer holds the lock; True if some are left.
+
+        A live writer's temp file exists only while it holds the lock: with the lock free, every temp
+        file is a dead writer's; with it held, they are left for the next save (readers never wait).
+        """
+        if not self.stray_temps():
+            return False
+        with try_writer_lock(self.path) as free:
+            if free:
+                self.remove_stray_temps()
+        return not free
 
     def remove_stray_temps(self) -> list[Path]:
         """Remove what :meth:`stray_temps` finds; call only while holding the writers' lock. Writes."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from handoff_files.format.loader import load
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
@@ -16,18 +17,19 @@ from handoff_files.thread.store import HandoffStore
 __all__ = ["migrate_path", "open_handoff", "primary_of", "thread_of"]
 
 
-def thread_of(path: str | os.PathLike[str]) -> HandoffStore:
+def thread_of(path: str | os.PathLike[str], **options: Any) -> HandoffStore:
     """Return the store for *path*: a thread directory, or a primary file inside one.
 
+    :param options: :class:`HandoffStore`'s keywords (``lock_timeout``, ``on_lock_wait`` …).
     :raises HandoffNotFoundError: if *path* does not exist.
     """
     target = Path(path)
     if target.is_dir():
-        return HandoffStore(target)
+        return HandoffStore(target, **options)
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)
-    store = HandoffStore(target.parent)
+    store = HandoffStore(target.parent, **options)
     if store.primary.resolve() != target.resolve():
         msg = f"not a thread's primary file (expected {store.primary.name} in a thread directory)"
         raise HandoffError(target, msg)
@@ -66,16 +68,18 @@ def primary_of(path: str | os.PathLike[str]) -> Path:
 
 
 def migrate_path(
-    path: str | os.PathLike[str], *, dry_run: bool = False, assume_version: str | None = None
+    path: str | os.PathLike[str], *, dry_run: bool = False, assume_version: str | None = None, **options: Any
 ) -> MigrationReport:
     """Migrate *path*: a thread directory's primary, or an older file whose folder is the thread.
 
     Rewrites files unless *dry_run* (see :meth:`HandoffStore.migrate`).
+
+    :param options: :class:`HandoffStore`'s keywords (``lock_timeout``, ``on_lock_wait`` …).
     """
     target = Path(path)
     if target.is_dir():
-        return HandoffStore(target).migrate(dry_run=dry_run, assume_version=assume_version)
+        return HandoffStore(target, **options).migrate(dry_run=dry_run, assume_version=assume_version)
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)
-    return HandoffStore(target.parent).migrate(target, dry_run=dry_run, assume_version=assume_version)
+    return HandoffStore(target.parent, **options).migrate(target, dry_run=dry_run, assume_version=assume_version)

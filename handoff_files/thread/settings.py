@@ -10,7 +10,7 @@ from typing import Final, Literal
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import Format
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
-from handoff_files.foundation.lock import WriterLock
+from handoff_files.foundation.lock import OnLockWait, WriterLock
 from handoff_files.foundation.names import check_id
 from handoff_files.thread.journal import Journal, first_entry
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
@@ -79,6 +79,7 @@ class ThreadSettings:
         algorithm: sealing.Algorithm,
         lock_timeout: float,
         durability: Durability,
+        on_lock_wait: OnLockWait | None = None,
     ) -> ThreadSettings:
         """Check a store's arguments against each other and the directory, and build its settings.
 
@@ -86,6 +87,7 @@ class ThreadSettings:
 
         :param format: wanted format; default: the existing primary's, else JSON.
         :param lock_timeout: seconds a writer waits for another.
+        :param on_lock_wait: told whom a writer waits for (see :class:`~handoff_files.foundation.lock.WriterLock`).
         :returns: the settings.
         :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*, or
             a *format* that is not the existing primary's.
@@ -105,7 +107,7 @@ class ThreadSettings:
         if thread_id is None or agent_id is None:
             check_id(path.name, "thread directory name", path)
         fmt = choose_format(layout, format)
-        lock = WriterLock(path, timeout=lock_timeout)
+        lock = WriterLock(path, timeout=lock_timeout, on_wait=on_lock_wait)
         return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock)
 
     @property

@@ -22,12 +22,14 @@ from handoff_files.foundation.errors import (
     TransferRefusedError,
     UnsealedEditError,
 )
-from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, try_writer_lock
+from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.thread import recovery
+from handoff_files.thread.ackcode import accept
 from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import list_history
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir
+from handoff_files.thread.notes import check_note
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
 
@@ -55,7 +57,10 @@ class HandoffStore:
     :param agent_id: default: the previous generation's, else the directory name.
     :param thread_id: default: the previous generation's, else the directory name.
     :param algorithm: the seal's digest (see :data:`handoff_files.format.seal.DEFAULT_ALGORITHM`).
-    :param lock_timeout: seconds to wait for another writer.
+    :param lock_timeout: seconds to wait for another writer (0: fail at once if one holds the lock).
+    :param on_lock_wait: called with a :class:`~handoff_files.foundation.lock.LockWait` (who holds the
+        lock, since when, seconds waited) when a write starts to wait for another writer, then
+        every few seconds while it waits; None: wait silently.
     :param durability: when saves are acknowledged (see :data:`Durability`); ``save()`` may override it.
     :raises InvalidNameError: if an id (given or taken from the directory name) is invalid.
     :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*.
@@ -76,6 +81,7 @@ class HandoffStore:
         algorithm: sealing.Algorithm = sealing.DEFAULT_ALGORITHM,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         durability: Durability = "full",
+        on_lock_wait: OnLockWait | None = None,
     ) -> None:
         #: The thread directory's paths and listings.
         self.layout = ThreadDir(path)
@@ -90,19 +96,11 @@ class HandoffStore:
             algorithm=algorithm,
             lock_timeout=lock_timeout,
             durability=durability,
+            on_lock_wait=on_lock_wait,
         )
         self.lock_timeout = lock_timeout
         self._heads = HeadTracker(self._thread)
-        self._temps_left = False
-        if self.layout.stray_temps():
-            # a live writer's temp file exists only while it holds the lock: with the lock free,
-            # every temp file is a dead writer's; with it held, leave them for our first save
-            # (readers never wait for writers)
-            with try_writer_lock(self.path) as free:
-                if free:
-                    self.layout.remove_stray_temps()
-                else:
-                    self._temps_left = True
+        self._temps_left = self.layout.sweep_temps()
 
     # -- settings and paths ------------------------------------------------------------------
 
@@ -160,14 +158,14 @@ class HandoffStore:
     def init(self) -> None:
         """Create the thread directory and ``history/`` (mode 0700) durably; a no-op if they exist.
 
-        A store opened with an explicit ``format`` on a thread with nothing in it yet records the
-        format in the journal's first line ("created"), so later stores opened without one keep it.
+        A store opened with ``format="yaml"`` on a thread with nothing in it yet records the format
+        in the journal's first line ("created"), so later stores opened without one keep it.
 
         :raises HandoffWriteError: if they cannot be created.
         :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
         """
         self.layout.create()
-        if self._format_given and not lexists(self.layout.journal) and not self.layout.holdings():
+        if self.format != "json" and self._format_given and not self.layout.holdings():
             fmt, summary = self.format, f"thread created; its primary will be {self.format.upper()}"
             with self.locked():
                 self._thread.journal.append("created", generation=None, seal=None, summary=summary, format=fmt)
@@ -376,16 +374,17 @@ class HandoffStore:
 
         :raises WrongCodeError: if *code* is not the generation's code (the refusal is journaled).
         """
+        restored = restored or self.restore()  # first: a mistyped thread is an error, never a new folder
         self.init()
-        from handoff_files.thread.ackcode import accept  # noqa: PLC0415 -- only an acknowledgement needs the key
-
-        return accept(self._thread, restored or self.restore(), code)
+        return accept(self._thread, restored, code)
 
     def note(self, event: str, summary: str, **fields: Any) -> None:
-        """Append one journal line for *event* (a hook's session start, say); raises HandoffWriteError. Writes."""
-        self.init()
-        with self.locked():
-            self._thread.journal.append(event, generation=None, seal=None, summary=summary, **fields)
+        """Append a journal line for *event* (a hook's session start …); one the library's lines use is refused.
+
+        :raises HandoffValidationError: for an event or field the library's own lines use; HandoffWriteError.
+        """
+        check_note(self.path, event, fields)
+        self.record(event, generation=None, seal=None, summary=summary, **fields)
 
     def history(self) -> list[HistoryEntry]:
         """List the generations in ``history/``, newest first, each verified; a bad primary is listed first.

@@ -17,9 +17,10 @@ from typing import Any, Final
 import orjson
 
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.errors import NoHandoffError
+from handoff_files.foundation.clock import iso_z
+from handoff_files.foundation.errors import AckKeyError, HandoffValidationError, NoHandoffError
 from handoff_files.thread.ackcode import code_for
-from handoff_files.thread.journal import ever_saved
+from handoff_files.thread.notes import ever_saved
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
 
@@ -27,7 +28,8 @@ __all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "Briefing", "brief", "briefing_for"]
 
 #: The default budget in characters (about 1,500 tokens at ~4 characters a token).
 DEFAULT_BUDGET: Final = 6000
-#: The smallest budget: the heading, the note of what was left out and the acknowledgement fit.
+#: The smallest budget: the heading, the note of what was left out and the acknowledgement fit
+#: (a thread whose path is very long needs more: the instructions name it).
 MIN_BUDGET: Final = 1000
 _URGENCY: Final = ("first", "primary", "after_primary", "if_time_permits")
 _SEVERITY: Final = ("critical", "high", "medium", None, "low", "info")
@@ -63,54 +65,78 @@ class Briefing:
         }
 
 
-def brief(restored: Restored, *, budget: int = DEFAULT_BUDGET, code: str | None = None) -> Briefing:
+def brief(
+    restored: Restored,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    code: str | None = None,
+    thread: str | os.PathLike[str] | None = None,
+) -> Briefing:
     """Write *restored* for a model, in at most *budget* characters.
 
+    A damaged acknowledgement key does not hide the briefing: it is given without a code
+    (``code`` None), saying so, with the key's problem in ``problems``.
+
     :param restored: the restored generation (:meth:`HandoffStore.restore`).
-    :param budget: the most characters the text may take (at least :data:`MIN_BUDGET`).
+    :param budget: the most characters the text may take (at least :data:`MIN_BUDGET`; a thread
+        whose path is very long needs more, since the instructions name it).
     :param code: the acknowledgement code to ask for; default: the generation's own
         (:func:`~handoff_files.thread.ackcode.code_for`, which reads the per-user key).
-    :raises ValueError: if *budget* is below :data:`MIN_BUDGET`.
-    :raises HandoffError: if the acknowledgement key cannot be read or made.
+    :param thread: the thread directory the instructions name; default: the one *restored* came from.
+    :raises HandoffValidationError: if *budget* is too small for the heading and the instructions.
     """
-    if budget < MIN_BUDGET:
-        msg = f"a briefing needs a budget of at least {MIN_BUDGET} characters, not {budget}"
-        raise ValueError(msg)
     handoff = restored.handoff
-    ack = code if code is not None else code_for(handoff)
-    thread = restored.path.parent if restored.source != "file" else restored.path
-    created = handoff.created_at.isoformat().replace("+00:00", "Z")
+    where = Path(thread) if thread is not None else _thread_of(restored)
+    problems = restored.problems
+    ack: str | None = code
+    if ack is None:
+        try:
+            ack = code_for(handoff)
+        except AckKeyError as exc:
+            problems = (*problems, str(exc))
+    created = iso_z(handoff.created_at, timespec="auto")
     head = (
         f"# Handoff briefing: thread {handoff.thread_id} (agent {handoff.agent_id}), "
         f"generation {handoff.generation}, saved {created}\n"
         "This is what the previous session left you. Read it before you act.\n"
     )
-    tail = (
-        f"\nAcknowledge this briefing with the code {ack}: call the handoff_acknowledge tool with it, "
-        f"or run `handoff acknowledge {thread} {ack}`. Before you stop, save a handoff "
-        "(the handoff_save tool, or `handoff save`).\n"
-    )
-    reserve = len(_left_out("", thread)) + _NAMES_ROOM
+    save = f"Before you stop, save a handoff (the handoff_save tool, or `handoff save {where} FILE`).\n"
+    if ack is None:
+        tail = f"\nNo acknowledgement code can be given: the key is damaged (`handoff brief {where}` says why). {save}"
+    else:
+        tail = (
+            f"\nAcknowledge this briefing with the code {ack}: call the handoff_acknowledge tool with it, "
+            f"or run `handoff acknowledge {where} {ack}`. {save}"
+        )
+    reserve = len(_left_out("", where)) + _NAMES_ROOM
     room = budget - len(head) - len(tail) - reserve
-    if room < 0:
-        msg = f"a briefing of this thread needs a budget of at least {budget - room} characters, not {budget}"
-        raise ValueError(msg)
+    if budget < MIN_BUDGET or room < 0:
+        least = max(MIN_BUDGET, budget - room)
+        msg = f"a briefing of this thread needs a budget of at least {least} characters, not {budget}"
+        raise HandoffValidationError(where, msg)
     writer = _Writer(room)
     for title, items, what in _sections(handoff):
         writer.section(title, items, what)
-    left_out = _left_out("; ".join(writer.omitted), thread) if writer.omitted else ""
+    left_out = _left_out("; ".join(writer.omitted), where) if writer.omitted else ""
     text = head + writer.text() + left_out + tail
     return Briefing(
-        text, ack, handoff.generation, thread, handoff.agent_id, handoff.thread_id, created,
-        tuple(writer.omitted), restored.problems,
+        text, ack, handoff.generation, where, handoff.agent_id, handoff.thread_id, created,
+        tuple(writer.omitted), problems,
     )  # fmt: skip
+
+
+def _thread_of(restored: Restored) -> Path:
+    """The thread directory *restored* came from: a generation file's is two folders up."""
+    if restored.source == "history":
+        return restored.path.parent.parent
+    return restored.path.parent
 
 
 def briefing_for(thread: str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET) -> Briefing | None:
     """Restore *thread* (reading only) and brief it; None when nothing has been saved there yet.
 
-    :raises HandoffError: if the thread holds something that cannot be restored.
-    :raises ValueError: if *budget* is below :data:`MIN_BUDGET`.
+    :raises HandoffError: if the thread holds something that cannot be restored, or *budget*
+        is too small (:class:`HandoffValidationError`).
     """
     store = HandoffStore(thread)
     try:
@@ -119,7 +145,7 @@ def briefing_for(thread: str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET
         if ever_saved(store.layout):
             raise  # something was saved there and nothing verifies: never brief it as a fresh start
         return None
-    return brief(restored, budget=budget)
+    return brief(restored, budget=budget, thread=store.path)
 
 
 _NAMES_ROOM: Final = 160  # what the "left out" paragraph names, however many things it names

@@ -36,8 +36,10 @@ def test_brief_refuses_a_budget_too_small_and_an_empty_thread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     thread = _thread(tmp_path)
-    assert main(["brief", str(thread), "--budget", "10"]) == 1
-    one_error_line(capsys.readouterr().err, "handoff: ", "budget of at least")
+    with pytest.raises(SystemExit) as usage:
+        main(["brief", str(thread), "--budget", "10"])
+    assert usage.value.code == 2
+    assert "argument --budget: a briefing needs at least 1000 characters, not 10" in capsys.readouterr().err
     assert main(["brief", str(tmp_path / "none")]) == 1
     one_error_line(capsys.readouterr().err, "nothing saved here yet")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff_files import HandoffError
+from handoff_files import AckKeyError, HandoffError
 from handoff_files.foundation.secret import KEY_ENV, ack_key, key_path
 
 
@@ -50,8 +50,25 @@ def test_a_damaged_key_is_refused_naming_the_file(
 ) -> None:
     path = tmp_path / "ack.key"
     path.write_text(content)
+    path.chmod(0o600)
     monkeypatch.setenv(KEY_ENV, str(path))
     with pytest.raises(HandoffError, match="not an acknowledgement key") as caught:
         ack_key()
     assert caught.value.path == str(path)
     assert path.read_text() == content  # never replaced behind the user's back
+
+
+def test_a_key_that_is_a_link_or_readable_by_others_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    planted = tmp_path / "planted.key"
+    planted.write_text("ab" * 32 + "\n")
+    planted.chmod(0o600)
+    link = tmp_path / "ack.key"
+    link.symlink_to(planted)
+    monkeypatch.setenv(KEY_ENV, str(link))
+    with pytest.raises(AckKeyError, match="plain file, not a link"):
+        ack_key()
+    monkeypatch.setenv(KEY_ENV, str(planted))
+    assert ack_key() == bytes.fromhex("ab" * 32)
+    planted.chmod(0o644)
+    with pytest.raises(AckKeyError, match="mode 0644"):
+        ack_key()

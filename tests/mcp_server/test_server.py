@@ -229,3 +229,15 @@ def test_importing_handoff_files_never_imports_the_sdk(python: str, subprocess_e
     )
     done = subprocess.run([python, "-c", code], env=subprocess_env, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_budget_too_small_for_the_thread_says_which_it_needs(tmp_path: Path) -> None:
+    thread = tmp_path / ("long-" * 40) / "thread-1"
+    HandoffStore(thread).save(LAYERS)
+
+    async def session(client: Client) -> Any:
+        return await client.call_tool("handoff_restore", {"budget": 1000})
+
+    result = talk(server("--thread", str(thread)), session)
+    assert result.is_error
+    assert "needs a budget of at least" in text(result)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff_files import HandoffStore, WrongCodeError
+from handoff_files import HandoffStore, HandoffValidationError, NoHandoffError, WrongCodeError
 from handoff_files.foundation.secret import KEY_ENV
 from handoff_files.thread.ackcode import code_for, normalized
 from handoff_files.thread.journal import Journal
@@ -87,3 +87,30 @@ def test_an_older_generations_code_is_refused_once_the_thread_moved_on(thread_di
     with pytest.raises(WrongCodeError, match="generation 2"):
         store.acknowledge(code=old)
     assert store.acknowledge(code=code_for(store.restore().handoff)).generation == 2
+
+
+def test_acknowledging_a_mistyped_thread_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(NoHandoffError):
+        HandoffStore(tmp_path / "not-there").acknowledge(code="AAAA-BBBB")
+    assert not (tmp_path / "not-there").exists()
+
+
+@pytest.mark.parametrize(
+    ("event", "fields", "what"),
+    [
+        ("saved", {}, "an event the library writes itself"),
+        ("resumed", {}, "an event the library writes itself"),
+        ("hook", {"at": "1999-01-01T00:00:00Z"}, "cannot set at"),
+        ("hook", {"document": {}, "generation": 3}, "cannot set document, generation"),
+    ],
+)
+def test_a_note_never_poses_as_the_librarys_own_lines(
+    thread_dir: Path, event: str, fields: dict[str, object], what: str
+) -> None:
+    store = _thread(thread_dir)
+    before = (thread_dir / "journal.jsonl").read_bytes()
+    with pytest.raises(HandoffValidationError, match=what):
+        store.note(event, "a note", **fields)
+    assert (thread_dir / "journal.jsonl").read_bytes() == before
+    store.note("hook", "a session started", agent="claude-code")
+    assert Journal(thread_dir).last("hook")[0] is not None

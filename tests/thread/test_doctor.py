@@ -62,7 +62,7 @@ def test_a_stale_or_damaged_state_json_is_rewritten(thread_dir: Path) -> None:
     assert json.loads(store.mirror_path.read_text(encoding="utf-8"))["generation"] == 3
 
 
-def test_a_torn_journal_tail_is_cut_and_a_damaged_middle_line_is_reported_as_unrepairable(
+def test_a_torn_journal_tail_is_cut_and_a_damaged_middle_line_is_set_aside(
     thread_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = thread(thread_dir)
@@ -73,10 +73,10 @@ def test_a_torn_journal_tail_is_cut_and_a_damaged_middle_line_is_reported_as_unr
     out = capsys.readouterr().out
     assert "torn line" in out
     assert "line 1 is damaged" in out
-    assert main(["doctor", "--repair", str(thread_dir)]) == 1  # the damaged line cannot be repaired
+    assert main(["doctor", "--repair", str(thread_dir)]) == 0  # the damaged line is moved aside, kept
     out = capsys.readouterr().out
     assert "FIXED" in out
-    assert "LOST" in out
+    assert "journal.damaged-" in out
     assert store.journal.path.read_bytes().endswith(b"\n")
 
 
@@ -119,7 +119,7 @@ def test_a_broken_chain_is_reported(thread_dir: Path) -> None:
 
 def test_doctor_of_a_missing_thread_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", str(tmp_path / "nowhere")]) == 1
-    assert "no such thread directory" in capsys.readouterr().err
+    assert "no such file or thread directory" in capsys.readouterr().err
 
 
 def test_log_shows_the_journal_as_a_timeline(thread_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handoff_files import HandoffStore, NoHandoffError, brief, briefing_for
+from handoff_files import HandoffStore, HandoffValidationError, NoHandoffError, brief, briefing_for
 from handoff_files.thread.ackcode import code_for
 from handoff_files.uptake.briefing import MIN_BUDGET
 
@@ -112,8 +112,42 @@ def test_any_handoff_fits_any_budget(
 
 
 def test_a_budget_below_the_minimum_is_refused(thread_dir: Path) -> None:
-    with pytest.raises(ValueError, match=f"at least {MIN_BUDGET}"):
+    with pytest.raises(HandoffValidationError, match=f"at least {MIN_BUDGET}"):
         brief(_saved(thread_dir, _layers()).restore(), budget=MIN_BUDGET - 1)
+
+
+def test_a_thread_whose_path_is_long_says_which_budget_it_needs(tmp_path: Path) -> None:
+    thread = tmp_path / ("long-" * 40) / "thread-1"
+    store = _saved(thread, _layers())
+    with pytest.raises(HandoffValidationError, match=r"needs a budget of at least \d+ characters, not 1000") as caught:
+        brief(store.restore(), budget=MIN_BUDGET)
+    assert caught.value.path == str(thread)
+
+
+def test_a_generation_restored_from_history_names_its_thread_not_history(thread_dir: Path) -> None:
+    store = _saved(thread_dir, _layers())
+    store.save(_layers(narrative="second"))
+    (thread_dir / "handoff.json").write_bytes(b"{ damaged")
+    restored = HandoffStore(thread_dir).restore()
+    assert restored.source == "history"
+    briefing = brief(restored)
+    assert briefing.thread == thread_dir
+    assert f"handoff acknowledge {thread_dir} {briefing.code}" in briefing.text
+
+
+def test_a_damaged_key_gives_the_briefing_without_a_code_and_says_so(
+    thread_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _saved(thread_dir, _layers())
+    key = tmp_path / "bad.key"
+    key.write_text("not hex\n")
+    key.chmod(0o600)
+    monkeypatch.setenv("HANDOFF_FILES_KEY", str(key))
+    briefing = brief(store.restore())
+    assert briefing.code is None
+    assert "fix the failing test" in briefing.text
+    assert "No acknowledgement code can be given" in briefing.text
+    assert any("not an acknowledgement key" in problem for problem in briefing.problems)
 
 
 def test_briefing_for_a_thread_with_nothing_saved_is_none(tmp_path: Path) -> None:

@@ -1,0 +1,223 @@
+"""Repair: the verified copies of each generation, and the durable rewrites that put one in place of a damaged one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from handoff_files.format.codec import MAX_FILE_BYTES, Format, parse, render
+from handoff_files.format.content import ENVELOPE
+from handoff_files.format.loader import decode, load
+from handoff_files.format.model import Handoff
+from handoff_files.foundation.atomic import fsync_dir, lexists, read_bytes, write_all, write_durable
+from handoff_files.foundation.clock import iso_z
+from handoff_files.foundation.errors import HandoffError, HandoffWriteError
+from handoff_files.thread.layout import EXTENSIONS, HISTORY_DIR, ThreadDir
+from handoff_files.thread.mirror import mirror_bytes
+from handoff_files.thread.scan import HasJournal, journal_saves
+
+__all__ = [
+    "Copy",
+    "document_of",
+    "format_of",
+    "history_copies",
+    "journal_copies",
+    "mirror_of",
+    "rewrite",
+    "saved_bytes",
+    "set_aside_lines",
+]
+
+#: The order a save writes a handoff's keys in (``thread/commit.py``): a copy rewritten in it is,
+#: byte for byte, the file the save wrote. The doctor's tests compare the bytes with the save's.
+_SAVED_ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """A verified copy of one sealed generation: the handoff, where it is, and how a person names it.
+
+    ``document`` is a journal-first line's document; a file's is read again when a repair needs it.
+    """
+
+    handoff: Handoff
+    path: Path
+    label: str  # "handoff.json", "history/00000003.json", "its journal line"
+    document: dict[str, Any] | None = None
+
+    @property
+    def generation(self) -> int:
+        """The generation it holds."""
+        return self.handoff.generation
+
+
+def history_copies(layout: ThreadDir) -> tuple[dict[int, Copy], dict[int, tuple[Path, str]]]:
+    """The verified copies in ``history/``, and each file there that does not verify, with what is wrong.
+
+    :raises HandoffError: if ``history/`` exists but cannot be listed.
+    """
+    verified: dict[int, Copy] = {}
+    damaged: dict[int, tuple[Path, str]] = {}
+    for generation, name in layout.generations():
+        path = layout.history_dir / name
+        try:
+            handoff = load(path, follow_symlinks=False)
+        except HandoffError as exc:
+            damaged[generation] = (path, f"{HISTORY_DIR}/{name} does not verify: {exc.reason}")
+            continue
+        if handoff.generation != generation:
+            damaged[generation] = (path, f"{HISTORY_DIR}/{name} holds generation {handoff.generation}")
+        elif handoff.seal is None:
+            damaged[generation] = (path, f"{HISTORY_DIR}/{name} is an older-version file, not a sealed generation")
+        else:
+            verified[generation] = Copy(handoff, path, f"{HISTORY_DIR}/{name}")
+    return verified, damaged
+
+
+def journal_copies(thread: HasJournal, floor: int, wanted: Collection[int]) -> tuple[dict[int, Copy], list[str]]:
+    """Journal-first saves' verified documents: those newer than generation *floor*, and those of generations *wanted*.
+
+    :returns: the copies, and why each save line newer than every copy and *floor* holds no usable
+        document (such a save was never acknowledged, or its document line is lost).
+    :raises HandoffError: if the journal cannot be read.
+    """
+    copies: dict[int, Copy] = {}
+    unusable: list[str] = []
+    for entry, handoff, document, why_not in journal_saves(thread, min([*wanted, floor + 1]) - 1):
+        generation = entry.generation or 0  # journal_saves yields only lines with a generation
+        if handoff is None or document is None:
+            if generation > floor and not copies:
+                unusable.append(f"the journal's line of generation {generation} holds no usable document: {why_not}")
+        elif generation > floor or generation in wanted:
+            copies.setdefault(generation, Copy(handoff, thread.journal.path, "its journal line", document))
+    return copies, unusable
+
+
+def format_of(path: Path) -> Format:
+    """The format a handoff file's name says (``.json`` or ``.yaml``)."""
+    return next((fmt for fmt, ending in EXTENSIONS.items() if ending == path.suffix), "json")
+
+
+def document_of(copy: Copy) -> dict[str, Any]:
+    """The sealed document *copy* holds, as parsed (a file is read again, and must still verify).
+
+    :raises HandoffError: if the file cannot be read, or no longer holds the same sealed generation.
+    """
+    if copy.document is not None:
+        return copy.document
+    data, st = read_bytes(copy.path, MAX_FILE_BYTES, follow_symlinks=False)
+    _same(decode(data, copy.path, mtime=st.st_mtime), copy, copy.path)
+    return parse(data, copy.path)
+
+
+def saved_bytes(copy: Copy, fmt: Format, target: Path) -> bytes:
+    """The bytes the save of *copy*'s generation wrote in *fmt*, checked to verify as that generation.
+
+    :param target: the file they are for (named in errors).
+    :raises HandoffError: if the copy cannot be read again, or the bytes would not verify.
+    """
+    document = document_of(copy)
+    ordered: dict[str, Any] = {key: document[key] for key in _SAVED_ORDER if key in document}
+    ordered.update(document)  # a key no save writes (none verifies today) keeps its place after the rest
+    data = render(ordered, fmt)
+    # never write a copy that does not verify: these bytes must hold the very same sealed generation
+    _same(decode(data, target), copy, target)
+    return data
+
+
+def mirror_of(copy: Copy) -> bytes:
+    """``state.json`` as the save of *copy*'s generation wrote it (the count of saves taken to be its generation).
+
+    :raises HandoffError: if the copy cannot be read again.
+    """
+    document = document_of(copy)
+    handoff = copy.handoff
+    created_at = document.get("created_at")
+    state = document.get("state")
+    return mirror_bytes(
+        generation=handoff.generation,
+        seal=str(handoff.seal),
+        agent_id=handoff.agent_id,
+        thread_id=handoff.thread_id,
+        created_at=created_at if isinstance(created_at, str) else iso_z(handoff.created_at, timespec="microseconds"),
+        state=state if isinstance(state, dict) else handoff.state.model_dump(mode="json"),
+        saves=handoff.generation,
+        last_restore=None,
+    )
+
+
+def rewrite(target: Path, data: bytes, *, keep_as: Path | None) -> bool:
+    """Put *data* in *target*'s place, atomically and durably; what was there is kept as *keep_as* first. Writes.
+
+    The old file is hard-linked to *keep_as* before the new one replaces it, so at every moment
+    *target* holds the old bytes or the new ones, and the old ones are never lost.
+
+    :returns: whether there was a file to keep.
+    :raises HandoffWriteError: if it cannot be kept or written (*target* is then as it was).
+    """
+    kept = keep_as is not None and lexists(target)
+    if keep_as is not None and kept:
+        try:
+            os.link(target, keep_as, follow_symlinks=False)  # a symbolic link is kept as a link, never followed
+            if keep_as.parent != target.parent:
+                fsync_dir(keep_as.parent)  # else the directory fsync of the write below makes it durable
+        except OSError as exc:
+            msg = f"cannot keep it before replacing it: {exc.strerror or exc}"
+            raise HandoffWriteError(target, msg) from exc
+    write_durable(target, data)
+    return kept
+
+
+def set_aside_lines(path: Path, numbers: Collection[int], stamp: str) -> Path:
+    """Move lines *numbers* (counted from 1) of the line file *path* to ``<name>.damaged-<stamp>.jsonl``. Writes.
+
+    The lines go to a new file beside *path* (written and synced) first; only then is *path*
+    rewritten without them, atomically and durably. A crash in between leaves them in both
+    files: a line is never lost. Call under the writers' lock.
+
+    :returns: the file that holds them.
+    :raises HandoffError: if *path* cannot be read.
+    :raises HandoffWriteError: if either file cannot be written (*path* is then as it was).
+    """
+    data, _ = read_bytes(path, sys.maxsize, follow_symlinks=False)
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: a torn line, or nothing
+    wanted = set(numbers)
+    damaged = b"".join(line + b"\n" for number, line in enumerate(lines, 1) if number in wanted)
+    kept = b"".join(line + b"\n" for number, line in enumerate(lines, 1) if number not in wanted)
+    aside = path.with_name(f"{path.name.removesuffix('.jsonl')}.damaged-{stamp}.jsonl")
+    _write_new(aside, damaged)
+    write_durable(path, kept + tail)
+    return aside
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a new file durably (it must not exist): no temp file, since nothing is replaced."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        msg = f"cannot create it: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_dir(path.parent)  # a new file's name is durable only with its directory's
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            path.unlink()  # a part written is no copy: the lines are still where they were
+        msg = f"cannot write it: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+
+
+def _same(found: Handoff, copy: Copy, path: Path) -> None:
+    if (found.generation, found.seal) != (copy.generation, copy.handoff.seal):
+        msg = f"does not hold generation {copy.generation} sealed {copy.handoff.seal} as {copy.label} did; run it again"
+        raise HandoffError(path, msg)
