@@ -14,19 +14,35 @@ Cursor (https://cursor.com/docs/agent/hooks, https://cursor.com/docs/context/mcp
 ``.cursor/hooks.json`` as ``{"version": 1, "hooks": {"event": [{"command": …}]}}``, the ``stop``
 entry with ``loop_limit: 1`` so Cursor itself sends at most one follow-up; MCP servers in
 ``.cursor/mcp.json`` in Claude Code's ``mcpServers`` shape.
+
+The ``handoff`` command may be several words (``uv run handoff``, ``python -m handoff_files``):
+they are split as a shell splits them (:func:`command_words`), then the hook command is those words
+and ``hook AGENT`` joined back with shell quoting, and the MCP entry's ``command`` is the first word
+and its ``args`` the rest followed by ``mcp``. An entry is ours if it runs one of the names the
+script goes by, or exactly the words this install was given, followed by ``hook AGENT`` (``mcp``).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Final, Literal
 
 from handoff_files.hooks.formats import Agent
 
-__all__ = ["SERVER_NAMES", "HookEntry", "Plan", "is_our_hook", "is_our_server", "mcp_entry", "plan_for"]
+__all__ = [
+    "SERVER_NAMES",
+    "HookEntry",
+    "Plan",
+    "command_words",
+    "is_our_hook",
+    "is_our_server",
+    "mcp_entry",
+    "plan_for",
+]
 
 #: The MCP server's name in the agents' settings, and the one taken if a user's server holds the first.
 SERVER_NAMES: Final = ("handoff", "handoff-files")
@@ -66,13 +82,25 @@ class Plan:
     notes: tuple[str, ...]
 
 
-def plan_for(agent: Agent, *, executable: str, thread: Path | None) -> Plan:
+def command_words(executable: str) -> list[str]:
+    """The words of the ``handoff`` command, as a shell splits them (``uv run handoff``: three words).
+
+    :raises ValueError: if it has no words or does not split (an unclosed quote), saying which.
+    """
+    words = shlex.split(executable)  # ValueError: "No closing quotation"
+    if not words:
+        msg = "it is empty"
+        raise ValueError(msg)
+    return words
+
+
+def plan_for(agent: Agent, *, executable: Sequence[str], thread: Path | None) -> Plan:
     """What to install for *agent*.
 
-    :param executable: the ``handoff`` command as the agent will run it.
+    :param executable: the words of the ``handoff`` command as the agent will run it (:func:`command_words`).
     :param thread: the thread for ``--thread``; None: the hooks' default (``.handoff/main`` of the project).
     """
-    command = shlex.join([executable, "hook", agent, *(["--thread", os.fspath(thread)] if thread else [])])
+    command = shlex.join([*executable, "hook", agent, *(["--thread", os.fspath(thread)] if thread else [])])
     if agent == "claude-code":
         hooks = tuple(
             HookEntry(event, command, {"type": "command", "timeout": seconds})
@@ -106,9 +134,13 @@ def plan_for(agent: Agent, *, executable: str, thread: Path | None) -> Plan:
     return Plan(PurePath(".cursor", "hooks.json"), "flat", hooks, PurePath(".cursor", "mcp.json"), "json", notes)
 
 
-def mcp_entry(executable: str, thread: Path) -> dict[str, Any]:
-    """The MCP server entry: ``handoff mcp --thread THREAD`` (the same in JSON and in TOML)."""
-    return {"command": executable, "args": ["mcp", "--thread", os.fspath(thread)]}
+def mcp_entry(executable: Sequence[str], thread: Path) -> dict[str, Any]:
+    """The MCP server entry: ``handoff mcp --thread THREAD`` (the same in JSON and in TOML).
+
+    :param executable: the words of the ``handoff`` command: the first is ``command``, the rest open ``args``.
+    """
+    first, *rest = executable
+    return {"command": first, "args": [*rest, "mcp", "--thread", os.fspath(thread)]}
 
 
 def _words(command: str) -> list[str]:
@@ -118,23 +150,36 @@ def _words(command: str) -> list[str]:
         return command.split()
 
 
-def is_our_hook(command: Any, agent: Agent) -> bool:
-    """Whether *command* already runs ``handoff hook AGENT`` (however the script is named or quoted)."""
+def _after(words: list[Any], at: int, executable: Sequence[str]) -> bool:
+    """Whether the words just before *at* are *executable*'s (a command of its own name, say ``hf``)."""
+    return bool(executable) and at >= len(executable) and words[at - len(executable) : at] == list(executable)
+
+
+def is_our_hook(command: Any, agent: Agent, *, executable: Sequence[str] = ()) -> bool:
+    """Whether *command* already runs ``handoff hook AGENT`` (however the script is named or quoted).
+
+    :param executable: the words of the command this install writes: a hook run through them is ours too.
+    """
     if not isinstance(command, str):
         return False
     words = _words(command)
     for at, word in enumerate(words[:-1]):
         if word == "hook" and words[at + 1] == agent:
-            return any(PurePath(before).name in _EXECUTABLES for before in words[:at])
+            return _after(words, at, executable) or any(PurePath(before).name in _EXECUTABLES for before in words[:at])
     return False
 
 
-def is_our_server(entry: Any) -> bool:
-    """Whether an MCP server entry already runs ``handoff mcp`` (on whichever thread)."""
+def is_our_server(entry: Any, *, executable: Sequence[str] = ()) -> bool:
+    """Whether an MCP server entry already runs ``handoff mcp`` (on whichever thread).
+
+    :param executable: the words of the command this install writes: a server run through them is ours too.
+    """
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
     args = entry.get("args")
-    words = [*_words(entry["command"]), *(args if isinstance(args, list) else [])]
+    words: list[Any] = [*_words(entry["command"]), *(args if isinstance(args, list) else [])]
     return any(
-        PurePath(str(word)).name in _EXECUTABLES and words[at + 1 : at + 2] == ["mcp"] for at, word in enumerate(words)
+        word == "mcp" and (PurePath(str(words[at - 1])).name in _EXECUTABLES or _after(words, at, executable))
+        for at, word in enumerate(words)
+        if at > 0
     )

@@ -50,8 +50,8 @@ def parse_event(agent: Agent, data: bytes) -> HookEvent:
     """Read one hook event of *agent* from the bytes its hook got on stdin.
 
     :raises HandoffParseError: if the bytes are not one strict JSON value.
-    :raises HandoffValidationError: if it is not an object with a ``hook_event_name`` string, or a
-        field the hooks read has the wrong type.
+    :raises HandoffValidationError: if it is not an object with a ``hook_event_name`` string, a
+        field the hooks read has the wrong type, or the working directory holds a NUL byte.
     """
     document = parse_json(data, STDIN, limit=_EVENT_LIMIT)
     if not isinstance(document, dict):
@@ -81,6 +81,9 @@ def parse_event(agent: Agent, data: bytes) -> HookEvent:
             msg = f"stop_hook_active must be true or false, not {active!r}"
             raise HandoffValidationError(STDIN, msg)
         continuing = active
+    if cwd is not None and "\0" in cwd:
+        msg = f"the working directory {cwd!r} holds a NUL byte, which no path can"
+        raise HandoffValidationError(STDIN, msg)
     detail = _text(document, "source") or _text(document, "trigger") or _text(document, "reason")
     return HookEvent(
         agent,

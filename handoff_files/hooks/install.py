@@ -6,19 +6,31 @@ AGENT`` or a server that already runs ``handoff mcp`` is left as it is, and name
 a file that is not valid JSON (or TOML), or a value of the wrong type where an entry goes, is
 refused with the file named and nothing written anywhere; a second install changes nothing; a
 dry run reads and reports but writes nothing. Every file is merged before any is written.
+
+The hooks and the MCP server must use one thread. The MCP entry names it by its absolute path;
+the hooks, on the default thread ``PROJECT/.handoff/main``, are left without ``--thread`` and find
+it from the event's working directory (:mod:`~handoff_files.hooks.location`): the nearest folder
+up holding ``.handoff`` or ``.git``. So install makes ``PROJECT/.handoff`` (mode 0700) when it is
+missing, and a project inside a larger repository (a monorepo's package) is found as itself, not
+as the repository's top. That keeps the hook commands free of this machine's paths: the same
+settings file works in another checkout, or on a teammate's machine, wherever ``.handoff`` marks
+the project (it does once install has run there). Writing ``--thread ABS`` into every hook would
+agree too, but would tie each hook to one folder on one machine. A thread given elsewhere
+(``thread=``) is written into the hooks' commands, and no ``.handoff`` folder is made.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from handoff_files.format.codec import parse_json
-from handoff_files.foundation.atomic import read_bytes, write_durable
+from handoff_files.foundation.atomic import fsync_dir, read_bytes, write_durable
 from handoff_files.foundation.errors import (
     HandoffNotFoundError,
     HandoffParseError,
@@ -26,9 +38,17 @@ from handoff_files.foundation.errors import (
     HandoffWriteError,
 )
 from handoff_files.hooks import jsonedit, tomledit
-from handoff_files.hooks.entries import SERVER_NAMES, Plan, is_our_hook, is_our_server, mcp_entry, plan_for
+from handoff_files.hooks.entries import (
+    SERVER_NAMES,
+    Plan,
+    command_words,
+    is_our_hook,
+    is_our_server,
+    mcp_entry,
+    plan_for,
+)
 from handoff_files.hooks.formats import AGENTS, Agent
-from handoff_files.hooks.location import DEFAULT_THREAD
+from handoff_files.hooks.location import DEFAULT_THREAD, HANDOFF_DIR
 
 __all__ = ["FileChange", "InstallReport", "install"]
 
@@ -62,7 +82,11 @@ class FileChange:
 
 @dataclass(frozen=True, slots=True)
 class InstallReport:
-    """What ``install`` changed, file by file, with the agent's own notes (trust prompts, restarts)."""
+    """What ``install`` changed, file by file, with the agent's own notes (trust prompts, restarts).
+
+    ``handoff_dir`` is the project's ``.handoff`` folder when install made it (a dry run: would
+    make it), so the hooks find the project by it; None when it was there or the thread is elsewhere.
+    """
 
     agent: Agent
     project: Path
@@ -70,16 +94,19 @@ class InstallReport:
     dry_run: bool
     files: tuple[FileChange, ...]
     notes: tuple[str, ...]
+    handoff_dir: Path | None = None
 
     @property
     def changed(self) -> bool:
-        """Whether any file was (or, on a dry run, would be) created or updated."""
-        return any(change.action != "unchanged" for change in self.files)
+        """Whether a folder or a file was (or, on a dry run, would be) created or updated."""
+        return self.handoff_dir is not None or any(change.action != "unchanged" for change in self.files)
 
     def lines(self) -> list[str]:
         """The report for a person, one line each."""
         verb = {"created": "would create", "updated": "would update"} if self.dry_run else {}
         out: list[str] = []
+        if self.handoff_dir is not None:
+            out.append(f"{verb.get('created', 'created')} {self.handoff_dir} (the hooks find the project by it)")
         for change in self.files:
             out.append(f"{verb.get(change.action, change.action)} {change.path}")
             out += [f"  + {what}" for what in change.added]
@@ -102,6 +129,7 @@ class InstallReport:
             "thread": os.fspath(self.thread),
             "dry_run": self.dry_run,
             "changed": self.changed,
+            "handoff_dir": None if self.handoff_dir is None else os.fspath(self.handoff_dir),
             "files": files,
             "notes": list(self.notes),
         }
@@ -120,10 +148,12 @@ def install(
     :param project: the project folder (its ``.claude/``, ``.codex/`` or ``.cursor/`` is made if missing).
     :param dry_run: report what would change and write nothing.
     :param thread: the thread the MCP server (and, if not the default, the hooks) use; default
-        ``PROJECT/.handoff/main``, which the hooks find by themselves.
-    :param executable: the ``handoff`` command as the agent will run it (a full path if it is not on PATH).
-    :returns: what changed, file by file.
+        ``PROJECT/.handoff/main``, which the hooks find by themselves (install makes ``PROJECT/.handoff``).
+    :param executable: the ``handoff`` command as the agent will run it, as a shell reads it: a full
+        path if it is not on PATH (quoted if it holds a space), or several words (``uv run handoff``).
+    :returns: what changed, folder and file by file.
     :raises HandoffNotFoundError: if *project* is not a folder.
+    :raises HandoffValidationError: if *executable* is not a command (empty, or an unclosed quote).
     :raises HandoffParseError: if a settings file is not valid JSON (or TOML), naming it.
     :raises HandoffValidationError: if a settings file holds something of the wrong type where an entry goes.
     :raises HandoffWriteError: if a file cannot be written.
@@ -134,21 +164,40 @@ def install(
     if not project.is_dir():
         msg = "no such project folder"
         raise HandoffNotFoundError(project, msg)
+    try:
+        words = command_words(executable)
+    except ValueError as exc:
+        msg = f"the executable {executable!r} is not a command ({exc}); give it as a shell reads it"
+        raise HandoffValidationError(project, msg) from exc
     project = project.absolute()
     chosen = (project / DEFAULT_THREAD) if thread is None else thread.absolute()
-    plan = plan_for(agent, executable=executable, thread=None if chosen == project / DEFAULT_THREAD else chosen)
+    default = chosen == project / DEFAULT_THREAD
+    plan = plan_for(agent, executable=words, thread=None if default else chosen)
     merges: list[tuple[Path, _Merge]] = [
-        (project / plan.hooks_file, lambda text, path: _merge_hooks(text, path, plan, agent)),
+        (project / plan.hooks_file, lambda text, path: _merge_hooks(text, path, plan, agent, words)),
         (
             project / plan.mcp_file,
-            lambda text, path: _merge_server(text, path, plan.mcp_format, mcp_entry(executable, chosen)),
+            lambda text, path: _merge_server(text, path, plan.mcp_format, mcp_entry(words, chosen), words),
         ),
     ]
     changes = [_change(path, merge) for path, merge in merges]  # every file merged before any is written
+    marker = project / HANDOFF_DIR if default and not (project / HANDOFF_DIR).is_dir() else None
     if not dry_run:
+        if marker is not None:
+            _make_dir(marker)
         for change in changes:
             _write(change)
-    return InstallReport(agent, project, chosen, dry_run, tuple(changes), plan.notes)
+    return InstallReport(agent, project, chosen, dry_run, tuple(changes), plan.notes, marker)
+
+
+def _make_dir(path: Path) -> None:
+    """Make *path* (mode 0700: threads are private), durably."""
+    try:
+        path.mkdir(mode=0o700)
+        fsync_dir(path.parent)  # the new folder is not durable until its entry is
+    except OSError as exc:
+        msg = f"cannot create the folder that marks the project for the hooks: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
 
 
 def _change(path: Path, merge: _Merge) -> FileChange:
@@ -204,7 +253,7 @@ def _wrong(path: Path, where: str, found: Any, wanted: str) -> HandoffValidation
     return HandoffValidationError(path, msg)
 
 
-def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent) -> tuple[str, list[str], list[str]]:
+def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent, words: list[str]) -> tuple[str, list[str], list[str]]:
     added: list[str] = []
     kept: list[str] = []
     if plan.hooks_shape == "flat":
@@ -227,7 +276,7 @@ def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent) -> tuple[str, 
             text = jsonedit.add_member(text, ("hooks",), entry.event, [item])
         elif not isinstance(hooks[entry.event], list):
             raise _wrong(path, f'"hooks"."{entry.event}"', hooks[entry.event], "a list")
-        elif _has_hook(hooks[entry.event], plan, agent):
+        elif _has_hook(hooks[entry.event], plan, agent, words):
             kept.append(f"hooks.{entry.event}: a `handoff hook {agent}` entry is already there")
             continue
         else:
@@ -236,18 +285,21 @@ def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent) -> tuple[str, 
     return text, added, kept
 
 
-def _has_hook(entries: list[Any], plan: Plan, agent: Agent) -> bool:
+def _has_hook(entries: list[Any], plan: Plan, agent: Agent, words: list[str]) -> bool:
+    def ours(hook: Any) -> bool:
+        return isinstance(hook, dict) and is_our_hook(hook.get("command"), agent, executable=words)
+
     if plan.hooks_shape == "flat":
-        return any(isinstance(item, dict) and is_our_hook(item.get("command"), agent) for item in entries)
+        return any(ours(item) for item in entries)
     return any(
-        isinstance(group, dict)
-        and isinstance(group.get("hooks"), list)
-        and any(isinstance(hook, dict) and is_our_hook(hook.get("command"), agent) for hook in group["hooks"])
+        isinstance(group, dict) and isinstance(group.get("hooks"), list) and any(ours(hook) for hook in group["hooks"])
         for group in entries
     )
 
 
-def _merge_server(text: str, path: Path, form: str, entry: dict[str, Any]) -> tuple[str, list[str], list[str]]:
+def _merge_server(
+    text: str, path: Path, form: str, entry: dict[str, Any], words: list[str]
+) -> tuple[str, list[str], list[str]]:
     if form == "toml":
         try:
             servers = tomledit.loads(text).get("mcp_servers", {})
@@ -261,14 +313,14 @@ def _merge_server(text: str, path: Path, form: str, entry: dict[str, Any]) -> tu
     if not isinstance(servers, dict):
         raise _wrong(path, where, servers, "a table of servers" if form == "toml" else "an object")
     for name, existing in servers.items():
-        if is_our_server(existing):
+        if is_our_server(existing, executable=words):
             same = "the same as" if existing == entry else "not the same as"
             return text, [], [f"{where}.{name}: a `handoff mcp` server is already there ({same} this install's)"]
     name = next((candidate for candidate in SERVER_NAMES if candidate not in servers), None)
     if name is None:
         msg = f"{where} already has servers named {' and '.join(SERVER_NAMES)} that are not handoff's; add it by hand"
         raise HandoffValidationError(path, msg)
-    command = " ".join([entry["command"], *entry["args"]])
+    command = shlex.join([entry["command"], *entry["args"]])
     if form == "toml":
         try:
             text = tomledit.append_table(text, ("mcp_servers", name), entry)

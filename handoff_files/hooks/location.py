@@ -5,11 +5,13 @@ nearest folder, from that directory upwards, that holds a ``.handoff`` folder or
 git repository (holds ``.git``); else the directory itself. The search never climbs out of a
 repository nor above the user's home. So a hook fired while the agent works in a subfolder still
 finds the thread at the top of the project, and a project without a repository keeps its thread
-where the agent started.
+where the agent started. A folder that cannot be looked at (a name too long, no permission) holds
+neither: the search goes on upwards, as git's does.
 """
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Final
 
@@ -26,11 +28,24 @@ def project_of(cwd: Path) -> Path:
     start = cwd.absolute()
     home = Path.home()
     for folder in (start, *start.parents):
-        if (folder / HANDOFF_DIR).is_dir() or (folder / ".git").exists():
+        marker = _mode(folder / HANDOFF_DIR)
+        if (marker is not None and stat.S_ISDIR(marker)) or _mode(folder / ".git") is not None:
             return folder
         if folder == home:
             break
     return start
+
+
+def _mode(path: Path) -> int | None:
+    """*path*'s ``st_mode``; None if it cannot be looked at (absent, a name too long, no permission).
+
+    Path.is_dir() and .exists() raise some of these on Python 3.11 (ENAMETOOLONG, EACCES): a hook
+    must answer, not fail, wherever the agent happens to be.
+    """
+    try:
+        return path.stat().st_mode
+    except OSError:
+        return None
 
 
 def default_thread(cwd: Path) -> Path:

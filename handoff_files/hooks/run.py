@@ -6,22 +6,26 @@ What each event does:
   working tree's digest), then add the thread's briefing — ending with the instruction to
   acknowledge it with its code — to the model's context. A thread with nothing saved yet gets
   a short note saying so and asking for a save before the session stops; a thread that does
-  not restore gets a note naming the problem, never an empty context.
+  not restore gets a note naming the problem, never an empty context. A damaged acknowledgement
+  key does not hide the briefing: it is given without a code (it says so), and stderr says so too.
 - stop: see :mod:`~handoff_files.hooks.stop` (refused at most once per session, never while a
   stop hook is already keeping the agent going).
 - pre-compact and session end: journal the event; nothing is said to the agent.
 - any other event: nothing.
 
-Bad input never raises: a body that is not a JSON event gives exit code 1 (every agent's
-"this hook failed, carry on") and one line on stderr. So does a thread that cannot be written.
+Nothing raises: a body that is not a JSON event gives exit code 1 (every agent's "this hook
+failed, carry on") and one line on stderr. So does a thread that cannot be used, whatever the
+system says of it (a working directory that is a file, a name too long): every ``HandoffError``,
+``OSError`` and ``ValueError`` becomes that line.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
-from handoff_files.foundation.errors import HandoffError, NoHandoffError
+from handoff_files.foundation.errors import HandoffError
 from handoff_files.hooks.event import HookEvent, parse_event
 from handoff_files.hooks.formats import (
     AGENTS,
@@ -35,11 +39,13 @@ from handoff_files.hooks.location import default_thread
 from handoff_files.hooks.sessions import record
 from handoff_files.hooks.stop import stop_reason
 from handoff_files.hooks.worktree import worktree_digest
-from handoff_files.thread.journal import SAVE_EVENTS
-from handoff_files.thread.layout import JOURNAL_NAME, PREVIOUS_JOURNAL_NAME
 from handoff_files.thread.store import HandoffStore
 
 __all__ = ["HookReply", "run_hook"]
+
+#: What a hook turns into one stderr line: the library's errors, and the system's (a path it
+#: refuses, a folder that is a file) wherever they come from; a hook never prints a traceback.
+_FAILURES: Final = (HandoffError, OSError, ValueError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,7 @@ def run_hook(agent: Agent, event: bytes, *, thread: Path | None) -> HookReply:
     :param event: the event's JSON, as read from stdin.
     :param thread: the thread directory; None: ``.handoff/main`` in the project of the event's
         working directory (see :mod:`~handoff_files.hooks.location`).
-    :returns: the reply; never raises for bad input or a thread that cannot be used.
+    :returns: the reply; never raises for bad input or a thread that cannot be used (see :data:`_FAILURES`).
     """
     if agent not in AGENTS:
         return HookReply("", ERROR_EXIT, f"handoff hook: unknown agent {agent!r}; use one of {', '.join(AGENTS)}")
@@ -68,14 +74,14 @@ def run_hook(agent: Agent, event: bytes, *, thread: Path | None) -> HookReply:
         return HookReply("", ERROR_EXIT, _line(f"handoff hook {agent}: {exc}"))
     if parsed.kind is None:
         return HookReply(quiet_output(agent), 0)
-    if thread is None:
-        if parsed.cwd is None:
-            why = f"the {parsed.who} event names no working directory; pass --thread DIR"
-            return HookReply("", ERROR_EXIT, f"handoff hook {agent}: {why}")
-        thread = default_thread(parsed.cwd)
     try:
+        if thread is None:
+            if parsed.cwd is None:
+                why = f"the {parsed.who} event names no working directory; pass --thread DIR"
+                return HookReply("", ERROR_EXIT, f"handoff hook {agent}: {why}")
+            thread = default_thread(parsed.cwd)
         return _answer(parsed, thread)
-    except HandoffError as exc:
+    except _FAILURES as exc:
         return HookReply("", ERROR_EXIT, _line(f"handoff hook {agent}: {exc}"))
 
 
@@ -93,33 +99,42 @@ def _answer(event: HookEvent, thread: Path) -> HookReply:
 
 def _session_start(store: HandoffStore, event: HookEvent, thread: Path) -> HookReply:
     worktree = worktree_digest(event.cwd, exclude=thread) if event.cwd is not None else None
-    problem = None
+    problems: list[str] = []
     try:
         record(store, event, f"{event.who} session started ({event.detail or 'no source given'})", worktree=worktree)
-    except HandoffError as exc:  # the briefing matters more than the journal line: give it anyway
-        problem = _line(f"handoff hook {event.agent}: the session start was not journaled: {exc}")
-    return HookReply(context_output(event.agent, event.name, _briefing_text(thread)), 0, problem)
+    except _FAILURES as exc:  # the briefing matters more than the journal line: give it anyway
+        problems.append(f"the session start was not journaled: {exc}")
+    text, untold = _context(thread)
+    if untold is not None:
+        problems.append(untold)
+    problem = _line(f"handoff hook {event.agent}: {'; '.join(problems)}") if problems else None
+    return HookReply(context_output(event.agent, event.name, text), 0, problem)
 
 
-def _briefing_text(thread: Path) -> str:
-    """The briefing of *thread*'s newest generation, or a note saying why there is none."""
+def _context(thread: Path) -> tuple[str, str | None]:
+    """The briefing of *thread*'s newest generation, or a note saying why there is none; and what
+    the person must be told as well (None: nothing).
+
+    :raises OSError, ValueError: if the thread's folder cannot be used at all (the caller reports it).
+    """
     from handoff_files.uptake.briefing import briefing_for  # noqa: PLC0415 -- only a session start briefs
 
     try:
-        briefing = briefing_for(thread)
-    except NoHandoffError as exc:
-        if not _nothing_saved(thread):
-            return _unrestorable(thread, exc)
-        briefing = None
+        briefing = briefing_for(thread)  # None only when nothing was ever saved there (ever_saved's rule)
     except HandoffError as exc:
-        return _unrestorable(thread, exc)
-    if briefing is not None:
-        return briefing.text
-    return (
-        f"No handoff has been saved to {thread} yet: nothing was left for this session. Before you stop, save one "
-        f"with the handoff_save tool (or `handoff save {thread} FILE`): the five layers — state, narrative, "
-        "decisions, priorities, warnings — that whoever continues this work needs.\n"
-    )
+        return _unrestorable(thread, exc), None
+    if briefing is None:
+        return (
+            f"No handoff has been saved to {thread} yet: nothing was left for this session. Before you stop, save "
+            f"one with the handoff_save tool (or `handoff save {thread} FILE`): the five layers — state, narrative, "
+            "decisions, priorities, warnings — that whoever continues this work needs.\n"
+        ), None
+    if briefing.code is None:  # the key is damaged: the briefing says so, and only the person can mend it
+        return briefing.text, (
+            f"the briefing was given without an acknowledgement code: the acknowledgement key is damaged "
+            f"(`handoff brief {thread}` says why)"
+        )
+    return briefing.text, None
 
 
 def _unrestorable(thread: Path, exc: HandoffError) -> str:
@@ -128,17 +143,6 @@ def _unrestorable(thread: Path, exc: HandoffError) -> str:
         f"{_line(str(exc))}. Do not start as if nothing was done before: tell the user, and run "
         f"`handoff doctor {thread}` to see what can be recovered.\n"
     )
-
-
-def _nothing_saved(thread: Path) -> bool:
-    """Whether *thread* holds only the hooks' own journal lines (no generation, no save ever journaled)."""
-    store = HandoffStore(thread)
-    if set(store.holdings()) - {JOURNAL_NAME, PREVIOUS_JOURNAL_NAME}:
-        return False
-    if store.history_dir.is_dir() and any(store.history_dir.iterdir()):
-        return False  # a displaced or legacy copy: something was kept, so something was there
-    entries, problems = store.journal.entries()
-    return not problems and not any(entry.event in (*SAVE_EVENTS, "document") for entry in entries)
 
 
 def _line(text: str) -> str:

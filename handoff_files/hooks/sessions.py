@@ -2,11 +2,13 @@
 
 Every hook event the hooks act on is one journal line (``HandoffStore.note``): event ``hook``, with
 ``agent`` (``claude-code``, ``codex``, ``cursor``), ``hook_event`` (the agent's own event name) and
-``session_id``, plus ``source`` / ``trigger`` / ``reason`` as the event gave it. A session start
-also records ``worktree`` (see :mod:`~handoff_files.hooks.worktree`); a stop the hooks refused
-records ``blocked: true``. The journal is the only memory: a hook is a new process every time.
+``session_id``, plus the event's detail: a start's ``source`` as ``start_source`` (``source`` is
+the library's own field, a restore's, which notes may not set; lines written before kept it as
+``source`` and still read), a compaction's ``trigger``, an end's ``reason``. A session start also
+records ``worktree`` (see :mod:`~handoff_files.hooks.worktree`); a stop the hooks refused records
+``blocked: true``. The journal is the only memory: a hook is a new process every time.
 
-A session began at its newest start line, except that a start after a compaction (``source``
+A session began at its newest start line, except that a start after a compaction (source
 ``compact``) continues the session it compacted rather than starting a new one.
 """
 
@@ -26,7 +28,7 @@ __all__ = ["HOOK_EVENT", "SessionLog", "read_session", "record"]
 HOOK_EVENT: Final = "hook"
 #: The field each kind of event keeps its detail under, as the agents name it.
 _DETAIL_FIELD: Final[dict[EventKind, str]] = {
-    "session_start": "source",
+    "session_start": "start_source",
     "pre_compact": "trigger",
     "session_end": "reason",
 }
@@ -43,7 +45,7 @@ class SessionLog:
 
 
 def record(store: HandoffStore, event: HookEvent, summary: str, **fields: Any) -> None:
-    """Journal *event* as one "hook" line (under the writers' lock). Writes.
+    """Journal *event* as one "hook" line (under the writers' lock, which it takes again if held). Writes.
 
     :raises HandoffError: if the line cannot be written (the lock, the disk).
     """
@@ -63,7 +65,8 @@ def record(store: HandoffStore, event: HookEvent, summary: str, **fields: Any) -
 def read_session(store: HandoffStore, event: HookEvent) -> SessionLog:
     """Find *event*'s session in the journal: its start and whether a stop was refused in it.
 
-    Damaged journal lines are passed over (the journal reports them elsewhere).
+    Damaged journal lines are passed over (the journal reports them elsewhere). Under the
+    writers' lock (:meth:`HandoffStore.locked`), no other hook's line lands until it is let go.
     """
     entries, _ = store.journal.entries()
     kinds = EVENT_KINDS[event.agent]
@@ -74,7 +77,7 @@ def read_session(store: HandoffStore, event: HookEvent) -> SessionLog:
         if entry.event != HOOK_EVENT or extra.get("agent") != event.agent or extra.get("session_id") != event.session:
             continue
         kind = kinds.get(str(extra.get("hook_event")))
-        if kind == "session_start" and (start is None or extra.get("source") != "compact"):
+        if kind == "session_start" and (start is None or extra.get("start_source", extra.get("source")) != "compact"):
             start = (entry.at, extra)
         elif kind == "stop" and extra.get("blocked") is True:
             blocked = True

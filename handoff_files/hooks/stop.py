@@ -13,8 +13,11 @@ when all of these hold:
    start) or has run for :data:`LONG_SESSION` or more.
 
 The refusal is journaled before it is answered; if that line cannot be written the agent is let
-go, so a hook that cannot remember asking never asks twice. Whatever cannot be told (a thread
-that does not restore, no git) counts as "do not ask": a stop hook errs towards letting go.
+go, so a hook that cannot remember asking never asks twice. The last look for an earlier refusal
+and the refusal's line are made under one hold of the thread's writers' lock: two hooks for one
+stop (the hook installed at user and at project level, say) that run at once ask once between
+them. Whatever cannot be told (a thread that does not restore, no git) counts as "do not ask": a
+stop hook errs towards letting go.
 """
 
 from __future__ import annotations
@@ -89,14 +92,19 @@ def _ask(
     minutes = int(ran.total_seconds() // 60)
     why = "it has changed files" if changed else f"it has run for {minutes} minutes"
     try:
-        record(
-            store,
-            event,
-            f"{event.who} was asked to save a handoff before stopping ({why}, nothing saved since it started)",
-            blocked=True,
-            changed_files=changed,
-            minutes=minutes,
-        )
+        # the digest (git) is taken outside the lock, which a save may be waiting for; the check
+        # and the line inside it, so that of two hooks racing here only the first one asks
+        with store.locked():
+            if read_session(store, event).blocked:
+                return None  # another hook of this session asked while this one looked
+            record(
+                store,
+                event,
+                f"{event.who} was asked to save a handoff before stopping ({why}, nothing saved since it started)",
+                blocked=True,
+                changed_files=changed,
+                minutes=minutes,
+            )
     except HandoffError:
         return None  # not remembered: asking now could mean asking again at the next stop
     return (

@@ -24,7 +24,8 @@ GIT_TIMEOUT: Final = 10.0
 
 
 def _git(directory: Path, *args: str) -> bytes | None:
-    """Run git in *directory*; its stdout, or None when git is missing, fails or takes too long."""
+    """Run git in *directory*; its stdout, or None when git is missing, fails, takes too long or
+    cannot be given the directory (a NUL byte in it: ValueError)."""
     try:
         done = subprocess.run(
             ["git", "-C", os.fspath(directory), *args],  # noqa: S607 -- git from PATH, as the agent runs it
@@ -32,7 +33,7 @@ def _git(directory: Path, *args: str) -> bytes | None:
             timeout=GIT_TIMEOUT,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, ValueError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
 

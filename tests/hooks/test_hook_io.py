@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 from pathlib import Path
@@ -10,8 +11,9 @@ import jsonschema
 import pytest
 
 from handoff_files import HandoffStore
-from handoff_files.hooks import run_hook
+from handoff_files.hooks import HookReply, run_hook
 from handoff_files.hooks.formats import AGENTS, Agent
+from handoff_files.hooks.location import project_of
 from handoff_files.uptake.briefing import briefing_for
 from tests.hooks import documented
 from tests.hooks.helpers import content, hook, hook_lines
@@ -55,7 +57,7 @@ def test_a_session_start_is_journaled_with_the_agent_event_session_and_source(
     assert line.extra["agent"] == agent
     assert line.extra["hook_event"] == ("sessionStart" if agent == "cursor" else "SessionStart")
     assert line.extra["session_id"] == "abc-123"
-    assert line.extra["source"] == source
+    assert line.extra["start_source"] == source  # "source" is the library's own field (a restore's)
     assert isinstance(line.extra["worktree"], str)  # the project is a git repository
 
 
@@ -212,3 +214,97 @@ def test_a_session_start_that_cannot_be_journaled_still_briefs(
     assert "build the index for step 2" in reply.stdout
     assert reply.stderr is not None
     assert "not journaled" in reply.stderr
+
+
+def _one_line(reply: HookReply, agent: Agent) -> None:
+    assert reply.stderr is not None
+    assert "\n" not in reply.stderr
+    assert reply.stderr.startswith(f"handoff hook {agent}: ")
+
+
+def _cwd(kind: str, tmp_path: Path) -> Path:
+    if kind == "a-file":  # the thread would be FILE/.handoff/main: every path under it is ENOTDIR
+        (tmp_path / "notes.txt").write_text("not a folder")
+        return tmp_path / "notes.txt"
+    if kind == "name-too-long":  # ENAMETOOLONG, which Path.is_dir() raises on Python 3.11
+        return tmp_path / ("a" * 300) / "src"
+    return tmp_path / "a\0b"  # a NUL byte: no system call takes the path (ValueError)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("kind", ["session_start", "stop", "pre_compact", "session_end"])
+@pytest.mark.parametrize("cwd", ["a-file", "name-too-long", "nul-byte"])
+def test_a_working_directory_that_cannot_be_used_is_one_stderr_line_never_an_exception(
+    agent: Agent, kind: str, cwd: str, tmp_path: Path
+) -> None:
+    reply = hook(agent, documented.event(agent, kind, _cwd(cwd, tmp_path)))
+    if cwd == "nul-byte":  # refused as the event is read
+        assert (reply.exit_code, reply.stdout) == (1, "")
+        _one_line(reply, agent)
+        assert "NUL" in str(reply.stderr)
+    elif reply.exit_code != 0:
+        assert (reply.exit_code, reply.stdout) == (1, "")
+        _one_line(reply, agent)
+    elif reply.stderr is not None:
+        _one_line(reply, agent)
+
+
+def test_a_name_too_long_is_not_a_project_marker(tmp_path: Path) -> None:
+    deep = tmp_path / ("a" * 300) / "src"
+    assert project_of(deep) == deep  # no folder on the way up holds .handoff or .git
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(OSError(errno.EIO, "Input/output error"), id="oserror"),
+        pytest.param(ValueError("embedded null byte"), id="valueerror"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["session_start", "stop", "pre_compact"])
+def test_an_os_or_value_error_inside_a_hook_is_one_stderr_line(
+    error: Exception, kind: str, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*_: object, **__: object) -> None:
+        raise error
+
+    hook("codex", documented.event("codex", "session_start", project, source="startup"))
+    (project / "app.py").write_text("print('changed')\n")  # so that the stop goes on to look for a save
+    monkeypatch.setattr(HandoffStore, "restore", fail)
+    monkeypatch.setattr(HandoffStore, "note", fail)
+    reply = hook("codex", documented.event("codex", kind, project))
+    assert reply.exit_code in (0, 1)
+    _one_line(reply, "codex")
+    assert str(error) in str(reply.stderr)
+
+
+def test_the_session_start_follows_the_librarys_one_rule_for_nothing_saved_yet(
+    project: Path, thread: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a thread that does not restore is new is ``ever_saved``'s call, not a second rule's."""
+    hook("claude-code", _start("claude-code", project, "startup"))  # the hooks' own line: nothing saved
+    monkeypatch.setattr("handoff_files.uptake.briefing.ever_saved", lambda _layout: True)
+    reply = hook("claude-code", _start("claude-code", project, "startup"))
+    assert "could not be restored" in reply.stdout
+    assert "No handoff has been saved" not in reply.stdout
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_damaged_acknowledgement_key_still_gives_the_briefing_without_a_code(
+    agent: Agent, project: Path, thread: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    HandoffStore(thread).save(content())
+    key = tmp_path / "bad.key"
+    key.write_text("not hex\n")
+    key.chmod(0o600)
+    monkeypatch.setenv("HANDOFF_FILES_KEY", str(key))
+    reply = hook(agent, _start(agent, project, documented.SESSION_START_SOURCES[agent][0]))
+    assert reply.exit_code == 0
+    output = json.loads(reply.stdout)
+    jsonschema.validate(output, documented.CONTEXT_OUTPUT[agent])
+    context = output["additional_context"] if agent == "cursor" else output["hookSpecificOutput"]["additionalContext"]
+    assert "build the index for step 2" in context
+    assert "could not be restored" not in context
+    assert "No acknowledgement code" in context
+    _one_line(reply, agent)  # the person is told too: the key needs mending
+    assert "acknowledgement code" in str(reply.stderr)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shlex
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,9 @@ from handoff_files.foundation.errors import HandoffNotFoundError, HandoffParseEr
 from handoff_files.hooks import install
 from handoff_files.hooks.formats import AGENTS, Agent
 from handoff_files.hooks.jsonedit import render_new
+from handoff_files.hooks.run import run_hook
 from tests.hooks import documented
+from tests.hooks.helpers import hook_lines
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -45,6 +49,18 @@ def _commands(document: dict[str, Any], event: str, agent: Agent) -> list[str]:
     if agent == "cursor":
         return [entry["command"] for entry in entries]
     return [hook["command"] for group in entries for hook in group["hooks"]]
+
+
+def _hooks_file(agent: Agent) -> str:
+    return next(name for name in documented.SETTINGS[agent] if "hooks" in name or "settings" in name)
+
+
+def _server(project: Path, agent: Agent) -> dict[str, Any]:
+    """The one MCP server install put in *project*'s settings for *agent*."""
+    name = next(name for name in documented.SETTINGS[agent] if "mcp" in name or name.endswith(".toml"))
+    [server] = _load(project / name)["mcp_servers" if name.endswith(".toml") else "mcpServers"].values()
+    assert isinstance(server, dict)
+    return server
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -325,3 +341,96 @@ def test_another_thread_and_executable_are_written_into_the_commands(project: Pa
 def test_a_missing_project_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HandoffNotFoundError):
         install("claude-code", tmp_path / "nowhere", dry_run=True)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_in_a_sub_project_of_a_repository_the_hooks_and_the_mcp_server_use_one_thread(
+    agent: Agent, project: Path
+) -> None:
+    sub = project / "packages" / "api"
+    (sub / "src").mkdir(parents=True)
+    install(agent, sub, dry_run=False)
+    args = _server(sub, agent)["args"]
+    served = Path(args[args.index("--thread") + 1])
+    start = documented.INSTALLED_EVENTS[agent][0]
+    [command] = _commands(_load(sub / _hooks_file(agent)), start, agent)
+    words = shlex.split(command)
+    given = Path(words[words.index("--thread") + 1]) if "--thread" in words else None
+    for cwd in (sub, sub / "src"):  # the agent started in the sub-project, or went into a folder of it
+        body = documented.event(agent, "session_start", cwd, source=documented.SESSION_START_SOURCES[agent][0])
+        reply = run_hook(agent, json.dumps(body).encode(), thread=given)
+        assert reply.exit_code == 0
+    assert len(hook_lines(served)) == 2  # where the model's handoff_save goes, the hooks look
+    assert not (project / ".handoff").exists()
+
+
+def test_install_marks_the_project_with_a_private_handoff_folder_and_a_dry_run_only_says_so(project: Path) -> None:
+    sub = project / "sub"
+    sub.mkdir()
+    dry = install("claude-code", sub, dry_run=True)
+    assert not (sub / ".handoff").exists()
+    assert dry.handoff_dir == sub / ".handoff"
+    assert f"would create {sub / '.handoff'}" in "\n".join(dry.lines())
+    assert dry.to_json()["handoff_dir"] == os.fspath(sub / ".handoff")
+    report = install("claude-code", sub, dry_run=False)
+    assert report.handoff_dir == sub / ".handoff"
+    assert (sub / ".handoff").is_dir()
+    assert (sub / ".handoff").stat().st_mode & 0o777 == 0o700
+    again = install("claude-code", sub, dry_run=False)
+    assert (again.changed, again.handoff_dir) == (False, None)
+    (sub / ".handoff").rmdir()
+    assert install("claude-code", sub, dry_run=False).changed  # the folder alone is a change worth making
+
+
+def test_a_thread_elsewhere_is_named_in_the_hooks_and_no_handoff_folder_is_made(project: Path, tmp_path: Path) -> None:
+    report = install("codex", project, dry_run=False, thread=tmp_path / "threads" / "api")
+    assert report.handoff_dir is None
+    assert not (project / ".handoff").exists()
+
+
+EXECUTABLES = [
+    pytest.param("uv run handoff", ["uv", "run", "handoff"], id="uv-run"),
+    pytest.param("python3 -m handoff_files", ["python3", "-m", "handoff_files"], id="python-m"),
+    pytest.param("'/opt/my tools/handoff'", ["/opt/my tools/handoff"], id="quoted-path-with-a-space"),
+    pytest.param("/usr/local/bin/hf --quiet", ["/usr/local/bin/hf", "--quiet"], id="a-name-of-its-own"),
+]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize(("executable", "words"), EXECUTABLES)
+def test_an_executable_with_arguments_is_split_into_words_and_a_second_install_changes_nothing(
+    agent: Agent, executable: str, words: list[str], project: Path
+) -> None:
+    install(agent, project, dry_run=False, executable=executable)
+    hooks = _load(project / _hooks_file(agent))
+    for event in documented.INSTALLED_EVENTS[agent]:
+        [command] = _commands(hooks, event, agent)
+        assert shlex.split(command) == [*words, "hook", agent]
+    thread = os.fspath(project / ".handoff" / "main")
+    assert _server(project, agent) == {"command": words[0], "args": [*words[1:], "mcp", "--thread", thread]}
+    before = _snapshot(project)
+    again = install(agent, project, dry_run=False, executable=executable)
+    assert not again.changed
+    assert _snapshot(project) == before
+
+
+def test_the_installed_hook_command_runs_in_a_shell(project: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "my tools"
+    folder.mkdir()
+    fake = folder / "handoff"
+    fake.write_text("#!/bin/sh\nprintf '%s|' \"$@\"\n")
+    fake.chmod(0o755)
+    install("claude-code", project, dry_run=False, executable=f"{shlex.quote(os.fspath(fake))} --from-test")
+    [command] = _commands(_load(project / ".claude" / "settings.json"), "Stop", "claude-code")
+    done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "--from-test|hook|claude-code|", "")
+
+
+@pytest.mark.parametrize("executable", ["", "   ", "'unclosed"])
+def test_an_executable_that_is_not_a_command_is_refused_and_nothing_is_written(executable: str, project: Path) -> None:
+    before = _snapshot(project)
+    with pytest.raises(HandoffValidationError) as caught:
+        install("claude-code", project, dry_run=False, executable=executable)
+    assert "executable" in str(caught.value)
+    assert _snapshot(project) == before
+    assert not (project / ".handoff").exists()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import jsonschema
@@ -210,3 +212,49 @@ def test_a_thread_that_does_not_restore_at_the_stop_lets_the_agent_go(
 
     monkeypatch.setattr(HandoffStore, "restore", corrupt)  # whether a save happened cannot be told
     assert not _blocked("claude-code", _stop("claude-code", project))
+
+
+# a stop hook in a process of its own: it reads its event, says it is ready, then waits for the go
+_RACER = """
+import sys, time
+from pathlib import Path
+from handoff_files.hooks import run_hook
+event, ready, go = (Path(arg) for arg in sys.argv[1:])
+data = event.read_bytes()
+ready.touch()
+while not go.exists():
+    time.sleep(0.001)
+reply = run_hook("claude-code", data, thread=None)
+sys.stdout.write(reply.stdout)
+sys.stderr.write(reply.stderr or "")
+"""
+
+
+def test_stop_hooks_racing_in_separate_processes_ask_once(
+    project: Path, thread: Path, tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    """Two hooks for one stop (installed at user and project level, say) run at once: one of them asks."""
+    _start("claude-code", project)
+    (project / "app.py").write_text("print('changed')\n")
+    event = tmp_path / "stop.json"
+    event.write_text(json.dumps(documented.event("claude-code", "stop", project)))
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{n}" for n in range(8)]
+    racers = [
+        subprocess.Popen(
+            [python, "-c", _RACER, str(event), str(flag), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=subprocess_env,
+        )
+        for flag in ready
+    ]
+    deadline = time.monotonic() + 60
+    while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()  # all of them at once, each past its imports
+    outputs = [racer.communicate(timeout=60) for racer in racers]
+    assert [(racer.returncode, err) for racer, (_, err) in zip(racers, outputs, strict=True)] == [(0, "")] * 8
+    assert sum(_blocked("claude-code", out) for out, _ in outputs) == 1
+    assert _blocks_in_journal(thread) == 1

@@ -34,3 +34,8 @@ def test_no_repository_or_no_git_gives_no_digest(
     assert worktree_digest(tmp_path, exclude=tmp_path / ".handoff") is None
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert worktree_digest(project, exclude=project / ".handoff") is None
+
+
+def test_a_directory_git_cannot_be_given_gives_no_digest(tmp_path: Path) -> None:
+    """A NUL byte cannot be passed to git (subprocess raises ValueError): no digest, no exception."""
+    assert worktree_digest(Path(f"{tmp_path}/a\0b"), exclude=tmp_path / ".handoff") is None
