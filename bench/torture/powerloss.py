@@ -134,7 +134,10 @@ class Disk:
                 elif stat.S_ISREG(st.st_mode):
                     if st.st_ino not in inodes:
                         inodes[st.st_ino] = len(inodes)
-                        disk.data[inodes[st.st_ino]] = (root / relative).read_bytes()
+                        # the lock file's bytes are its holder's advisory record (foundation/lock.py),
+                        # written outside the modelled calls and never read for durability
+                        advisory = name == ".lock"
+                        disk.data[inodes[st.st_ino]] = b"" if advisory else (root / relative).read_bytes()
                     disk.names[relative] = inodes[st.st_ino]
                 else:
                     msg = f"{root / relative}: only directories and regular files are modelled"

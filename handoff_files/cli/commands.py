@@ -25,6 +25,7 @@ from handoff_files.cli.render import (
     validation_records,
     validation_report,
 )
+from handoff_files.cli.terminal import short_digest
 from handoff_files.foundation.errors import HandoffError
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
         )
     if args.json:
         return to_json(dataclasses.asdict(receipt))
-    lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({receipt.checksum})"]
+    lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({short_digest(receipt.checksum)})"]
     lines += [f"note: {problem}" for problem in receipt.problems]
     return "\n".join(lines) + "\n"
 
@@ -82,7 +83,16 @@ def lock_options(args: argparse.Namespace) -> dict[str, Any]:
             flush=True,
         )
 
-    return {"lock_timeout": DEFAULT_LOCK_TIMEOUT if args.wait is None else args.wait, "on_lock_wait": waiting}
+    options: dict[str, Any] = {
+        "lock_timeout": DEFAULT_LOCK_TIMEOUT if args.wait is None else args.wait,
+        "on_lock_wait": waiting,
+    }
+    for name in ("thread_id", "agent_id"):  # a first save's ids, where the command takes them
+        if getattr(args, name, None) is not None:
+            options[name] = getattr(args, name)
+    if options.get("thread_id") and "agent_id" not in options:
+        options["agent_id"] = options["thread_id"]  # as the folder's name gives both
+    return options
 
 
 def read_input(name: str | None) -> tuple[bytes, str]:
@@ -180,9 +190,33 @@ def cmd_validate(args: argparse.Namespace) -> str:
 
 def cmd_seal(args: argparse.Namespace) -> str:
     """``handoff seal PATH``."""
+    from handoff_files.foundation.errors import ChecksumMismatchError  # noqa: PLC0415
+    from handoff_files.thread.edits import Edit, read_edit  # noqa: PLC0415
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
 
-    return _receipt(thread_of(args.path, **lock_options(args)).seal(), args, "sealed")
+    store = thread_of(args.path, **lock_options(args))
+    try:
+        pending = read_edit(store.layout, store.primary)
+    except ChecksumMismatchError:
+        # not rewritten since it was sealed, so it reads as corrupt: a person may still say it is theirs
+        pending = read_edit(store.layout, store.primary, accept_corrupt=True)
+    if isinstance(pending, Edit):
+        print(pending.diff() or "(the layers are unchanged: only the seal differs)", file=sys.stderr, end="")
+        if pending.corrupt and not (args.yes or _confirmed(f"seal {store.primary.name} as the next generation?")):
+            msg = (
+                "was not rewritten since it was sealed, so it reads as corrupt, not as an edit; the change is "
+                "shown above: if it is yours, `handoff seal --yes` seals it (else `handoff doctor --repair`)"
+            )
+            raise ChecksumMismatchError(store.primary, msg)
+    return _receipt(store.seal(accept_corrupt=args.yes or isinstance(pending, Edit)), args, "sealed")
+
+
+def _confirmed(question: str) -> bool:
+    """Ask a person on a terminal; anything but yes is no (never asked without one: scripts pass --yes)."""
+    if not sys.stdin.isatty():
+        return False
+    print(f"handoff: {question} [y/N] ", file=sys.stderr, end="", flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def cmd_migrate(args: argparse.Namespace) -> str:

@@ -68,11 +68,16 @@ def cmd_adopt(args: argparse.Namespace) -> str:
 
 
 def _request(record: InboxRequest, args: argparse.Namespace) -> str:
-    return to_json(record.model_dump(mode="json")) if args.json else request_detail(record)
+    if not args.json:
+        return request_detail(record)
+    document = record.model_dump(mode="json")
+    if record.refused_by is not None:  # never stored: no request has its id, so none is given to be used
+        document["handoff_id"] = None
+    return to_json(document)
 
 
 def cmd_inbox_list(args: argparse.Namespace) -> str:
-    """``handoff inbox DIR list``: the pending requests, or with ``--all`` every one."""
+    """``handoff inbox DIR list``: the pending requests, or with ``--all`` every one, most urgent first; short ids."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- imported per command: start-up cost
 
@@ -82,7 +87,7 @@ def cmd_inbox_list(args: argparse.Namespace) -> str:
         return to_json(
             {"requests": [r.model_dump(mode="json") for r in records], "problems": [str(p) for p in inbox.problems]}
         )
-    return request_table(records, inbox.problems)
+    return request_table(records, inbox.problems, short_ids=inbox.abbreviate_ids())
 
 
 def cmd_inbox_request(args: argparse.Namespace) -> str:
@@ -114,28 +119,32 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
 
 
 def cmd_inbox_accept(args: argparse.Namespace) -> str:
-    """``handoff inbox DIR accept ID``."""
+    """``handoff inbox DIR accept ID`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    return _request(HandoffInbox(args.dir).accept_handoff(args.handoff_id), args)
+    inbox = HandoffInbox(args.dir)
+    return _request(inbox.accept_handoff(inbox.resolve_id(args.handoff_id)), args)
 
 
 def cmd_inbox_reject(args: argparse.Namespace) -> str:
-    """``handoff inbox DIR reject ID --reason R``."""
+    """``handoff inbox DIR reject ID --reason R`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    return _request(HandoffInbox(args.dir).reject_handoff(args.handoff_id, args.reason), args)
+    inbox = HandoffInbox(args.dir)
+    return _request(inbox.reject_handoff(inbox.resolve_id(args.handoff_id), args.reason), args)
 
 
 def cmd_inbox_complete(args: argparse.Namespace) -> str:
-    """``handoff inbox DIR complete ID``."""
+    """``handoff inbox DIR complete ID`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    return _request(HandoffInbox(args.dir).complete_handoff(args.handoff_id), args)
+    inbox = HandoffInbox(args.dir)
+    return _request(inbox.complete_handoff(inbox.resolve_id(args.handoff_id)), args)
 
 
 def cmd_inbox_status(args: argparse.Namespace) -> str:
-    """``handoff inbox DIR status ID``."""
+    """``handoff inbox DIR status ID`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    return _request(HandoffInbox(args.dir).require_handoff(args.handoff_id), args)
+    inbox = HandoffInbox(args.dir)
+    return _request(inbox.require_handoff(inbox.resolve_id(args.handoff_id)), args)

@@ -94,6 +94,7 @@ def _add_file_commands(add: _Add) -> None:
     p.add_argument("dir", help="thread directory")
     p.add_argument("file", nargs="?", help="content file, JSON or YAML (default: stdin)")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
+    _add_id_options(p)
 
     p = add(
         "show",
@@ -113,6 +114,7 @@ def _add_file_commands(add: _Add) -> None:
 
     p = add("seal", _handler("commands", "seal"), "accept a person's edit of the primary as the next sealed generation")
     p.add_argument("path", help="thread directory or its primary file")
+    p.add_argument("--yes", action="store_true", help="seal a primary that reads as corrupt without asking")
 
     p = add(
         "migrate",
@@ -122,6 +124,12 @@ def _add_file_commands(add: _Add) -> None:
     p.add_argument("path", help="thread directory (its primary) or the older file inside it")
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
+
+
+def _add_id_options(p: argparse.ArgumentParser) -> None:
+    """``--thread-id`` and ``--agent-id``: a first save's ids, where the folder's name will not do."""
+    p.add_argument("--thread-id", type=agent, metavar="ID", help="the thread's id (default: the folder's name)")
+    p.add_argument("--agent-id", type=agent, metavar="ID", help="the agent's id (default: the thread's)")
 
 
 def _add_context_commands(add: _Add) -> None:
@@ -135,6 +143,7 @@ def _add_context_commands(add: _Add) -> None:
     p.add_argument("file", help="context file (sw4rm: serialize_context bytes), or - for stdin")
     p.add_argument("dir", help="thread directory")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
+    _add_id_options(p)
 
     p = add(
         "export-context",
@@ -297,7 +306,7 @@ def _add_inbox_commands(add: _Add) -> None:
     q = action(
         "list",
         _handler("commands_transfer", "inbox_list"),
-        "list the pending requests (oldest first), or with --all every request",
+        "list the pending requests, or with --all every request: most urgent (lowest priority) first, then oldest",
     )
     q.add_argument("--agent", type=agent, metavar="A", help="only the requests addressed to agent A")
     q.add_argument("--all", action="store_true", help="every status, not only PENDING")
@@ -321,7 +330,7 @@ def _add_inbox_commands(add: _Add) -> None:
     q.add_argument("--require", nargs="+", action="extend", default=[], metavar="CAP", help="capabilities B must have")
     q.add_argument("--registry", metavar="FILE", help="agent registry (JSON or YAML): the capability gate and routing")
 
-    id_help = "the request's id (32 hex digits, as `list` shows it)"
+    id_help = "the request's id, or a unique start of it (4 hex digits or more, as `list` shows it)"
     action(
         "accept",
         _handler("commands_transfer", "inbox_accept"),

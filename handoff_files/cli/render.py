@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
+
+from handoff_files.cli.terminal import (
+    Style,
+    Terminal,
+    digest_length,
+    fit,
+    highlight,
+    moment,
+    paint,
+    short_digest,
+    terminal,
+)
 
 if TYPE_CHECKING:  # annotations only: each command imports the library modules it uses, so `show` loads no inbox
     from handoff_files.format.model import Handoff
@@ -31,61 +42,79 @@ __all__ = [
     "validation_report",
 ]
 
-_WIDTH = 88
 
-
-def _wrap(text: str, indent: str = "  ") -> list[str]:
+def _wrap(text: str, indent: str = "  ", term: Terminal | None = None) -> list[str]:
+    """Each paragraph of *text* indented, wrapped to the terminal (:func:`terminal` unless *term* is given)."""
+    term = terminal() if term is None else term
     lines: list[str] = []
     for paragraph in text.splitlines() or [""]:
-        lines.extend(textwrap.wrap(paragraph, _WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent])
+        lines.extend(fit(indent, paragraph, term, indent) if paragraph else [indent])
     return lines
 
 
-def briefing(restored: Restored) -> str:
-    """Render a handoff for a person taking over a shift: story, dangers, next steps, facts, reasons."""
+def briefing(restored: Restored, *, term: Terminal | None = None) -> str:
+    """Render a handoff for a person taking over a shift: story, dangers, next steps, facts, reasons.
+
+    :param term: where it goes (default: :func:`terminal`): the width it is wrapped to, and colour.
+    """
+    t = terminal() if term is None else term
     h = restored.handoff
-    out = [
-        f"{h.agent_id} / {h.thread_id}, generation {h.generation}, sealed {h.created_at:%Y-%m-%d %H:%M:%S %Z}"
-        f" ({seal_text(h)})",
-        f"from: {restored.source} ({restored.path})",
-    ]
-    out += [f"note: {problem}" for problem in restored.problems]
-    out += ["", "NARRATIVE", *_wrap(h.narrative or "(none)")]
-    out += ["", "WARNINGS"]
-    out += [f"  ! [{w.severity}] {w.text}" if w.severity else f"  ! {w.text}" for w in h.warnings] or ["  (none)"]
-    out += ["", "PRIORITIES"]
-    out += [f"  {i}. {p.task}  ({p.urgency.replace('_', ' ')})" for i, p in enumerate(h.priorities, 1)] or ["  (none)"]
-    out += ["", "STATE", *_state_lines(h)]
-    out += ["", "DECISIONS"]
+    seal = seal_text(h) if h.seal is None else short_digest(str(h.seal))
+    head = f"{h.agent_id} / {h.thread_id}, generation {h.generation}, sealed {moment(h.created_at)} ({seal})"
+    out = fit("", head, t, "  ")
+    out += fit("from: ", f"{restored.source} ({restored.path})", t, "  ")
+    for problem in restored.problems:
+        out += fit("note: ", problem, t, "  ")
+
+    def heading(name: str) -> None:
+        out.extend(["", paint(name, "heading", t)])
+
+    heading("NARRATIVE")
+    out += _wrap(h.narrative or "(none)", "  ", t)
+    heading("WARNINGS")
+    for w in h.warnings:
+        out += fit(f"  ! [{w.severity}] " if w.severity else "  ! ", w.text, t)
+    if not h.warnings:
+        out.append("  (none)")
+    heading("PRIORITIES")
+    for i, p in enumerate(h.priorities, 1):
+        out += fit(f"  {i}. ", f"{p.task}  ({p.urgency.replace('_', ' ')})", t)
+    if not h.priorities:
+        out.append("  (none)")
+    heading("STATE")
+    out += _state_lines(h, t)
+    heading("DECISIONS")
     for d in h.decisions:
-        out.append(f"  - [{d.status}] {d.decision}")
-        out.append(f"      because: {d.reason}")
+        out += fit("  - ", f"[{d.status}] {d.decision}", t)
+        out += fit("      because: ", d.reason, t)
         if d.alternatives_considered:
-            out.append(f"      instead of: {'; '.join(d.alternatives_considered)}")
+            out += fit("      instead of: ", "; ".join(d.alternatives_considered), t)
         if not d.reversible:
             out.append("      (not reversible)")
     if not h.decisions:
         out.append("  (none)")
     if h.context is not None:
-        out += ["", "CONTEXT", f"  {len(h.context.conversation_history)} messages in the conversation history"]
+        heading("CONTEXT")
+        out.append(f"  {len(h.context.conversation_history)} messages in the conversation history")
         if h.context.tool_state:
-            out.append(f"  tool state: {', '.join(sorted(h.context.tool_state))}")
+            out += fit("  tool state: ", ", ".join(sorted(h.context.tool_state)), t, "    ")
     return "\n".join(out) + "\n"
 
 
-def _state_lines(h: Handoff) -> list[str]:
+def _state_lines(h: Handoff, term: Terminal) -> list[str]:
     s = h.state
     lines = []
     for label, tasks in (("active", s.active_tasks), ("blocked", s.blocked_tasks), ("completed", s.completed_tasks)):
         lines.append(f"  {label} ({len(tasks)}):")
-        lines += [f"    - {task}" for task in tasks]
-    lines.append(f"  errors: {s.error_count}   energy: {s.energy_level:.2f}")
+        for task in tasks:
+            lines += fit("    - ", task, term)
+    lines += fit("  ", f"errors: {s.error_count}   energy: {s.energy_level:.2f}", term)
     if s.session_id is not None:
-        lines.append(f"  session: {s.session_id}")
+        lines += fit("  session: ", str(s.session_id), term)
     if s.environment:
-        lines.append("  environment: " + ", ".join(f"{k}={v}" for k, v in sorted(s.environment.items())))
+        lines += fit("  environment: ", ", ".join(f"{k}={v}" for k, v in sorted(s.environment.items())), term, "    ")
     if s.data:
-        lines.append("  data: " + _short(s.data))
+        lines += fit("  data: ", _short(s.data), term, "    ")
     return lines
 
 
@@ -121,19 +150,36 @@ def validation_records(results: Iterable[Validation]) -> list[dict[str, Any]]:
     return records
 
 
-def history_table(entries: Iterable[HistoryEntry]) -> str:
-    """Render the generations of a thread, newest first, one line each; ``*`` marks the primary's."""
+def history_table(entries: Iterable[HistoryEntry], *, term: Terminal | None = None) -> str:
+    """Render the generations of a thread, newest first, one line each; ``*`` marks the primary's.
+
+    Digests are cut short (:func:`short_digest`), as long as it takes to keep the listed ones apart.
+    A generation listed from the primary alone (``history/`` has no verified copy of it) says so.
+
+    :param term: where it goes (default: :func:`terminal`): the width it is wrapped to, and colour.
+    """
     from handoff_files.thread.layout import HISTORY_DIR  # noqa: PLC0415 -- the history command has loaded it already
 
+    t = terminal() if term is None else term
+    listed = list(entries)
+    length = digest_length(e.checksum for e in listed if e.checksum is not None)
+    numbers = ["?" if e.generation is None else str(e.generation) for e in listed]
+    places = [f"{HISTORY_DIR}/{e.path.name}" if e.path.parent.name == HISTORY_DIR else e.path.name for e in listed]
+    number_width = max(map(len, numbers), default=0)
+    where_width = max(map(len, places), default=0)
     lines = []
-    for e in entries:
-        where = e.path.name if e.path.parent.name != HISTORY_DIR else f"{HISTORY_DIR}/{e.path.name}"
-        number = "?" if e.generation is None else str(e.generation)
-        mark = "*" if e.current else " "
+    for e, number, where in zip(listed, numbers, places, strict=True):
+        prefix = f"{number:>{number_width}}{'*' if e.current else ' '} {where:<{where_width}}  "
         if e.problem is not None or e.created_at is None:
-            lines.append(f"{number:>6}{mark} {where:<24} BAD: {e.problem}")
+            lines += highlight(fit(prefix, f"BAD: {e.problem}", t), len(prefix), "BAD", "bad", t)
+            continue
+        if e.checksum is None:  # an older version's file, migrated in memory: it has no seal to copy yet
+            seal, alone = "(no seal: an older version; `handoff migrate` seals it)", ""
         else:
-            lines.append(f"{number:>6}{mark} {where:<24} {e.created_at:%Y-%m-%d %H:%M:%S}  {e.checksum}")
+            seal = short_digest(e.checksum, length)
+            lost = f"  (no verified {HISTORY_DIR}/ copy: `handoff doctor --repair` writes it)"
+            alone = "" if where.startswith(f"{HISTORY_DIR}/") else lost
+        lines += fit(prefix, f"{moment(e.created_at)}  {seal}{alone}", t)
     return "\n".join(lines) + ("\n" if lines else "(no generations)\n")
 
 
@@ -146,8 +192,12 @@ def seal_text(handoff: Handoff) -> str:
     return f"{version} checksum over state; migrated in memory"
 
 
-def migration_report(report: MigrationReport) -> str:
-    """Render what a migration did, or would do on a dry run, with every assumption it made."""
+def migration_report(report: MigrationReport, *, term: Terminal | None = None) -> str:
+    """Render what a migration did, or would do on a dry run, with every assumption it made.
+
+    :param term: where it goes (default: :func:`terminal`): the width it is wrapped to.
+    """
+    t = terminal() if term is None else term
     if report.handoff is None:
         return f"{report.source} is already {report.original_version}: nothing to do\n"
     if report.receipt is None:
@@ -155,58 +205,93 @@ def migration_report(report: MigrationReport) -> str:
     else:
         head = (
             f"{report.source}: {report.original_version} → 2.0, sealed as generation {report.receipt.generation} "
-            f"in {report.receipt.path} ({report.receipt.checksum})"
+            f"in {report.receipt.path} ({short_digest(report.receipt.checksum)})"
         )
-    lines = [head, "assumptions the migration made:"]
-    lines += [f"  - {note}" for note in report.notes]
+    lines = [*fit("", head, t, "  "), "assumptions the migration made:"]
+    for note in report.notes:
+        lines += fit("  - ", note, t)
     if report.receipt is not None:
-        lines += [f"note: {problem}" for problem in report.receipt.problems]
+        for problem in report.receipt.problems:
+            lines += fit("note: ", problem, t, "  ")
     h = report.handoff
-    lines.append(
-        f"carried over: narrative ({len(h.narrative)} chars), {len(h.decisions)} decisions, "
+    carried = (
+        f"narrative ({len(h.narrative)} chars), {len(h.decisions)} decisions, "
         f"{len(h.priorities)} priorities, {len(h.warnings)} warnings, "
         f"{len(h.state.active_tasks) + len(h.state.blocked_tasks) + len(h.state.completed_tasks)} tasks"
     )
+    lines += fit("carried over: ", carried, t, "  ")
     return "\n".join(lines) + "\n"
 
 
-_MARKS: Final = {"ok": "ok  ", "warning": "WARN", "error": "BAD ", "repaired": "FIXED", "unrepaired": "LOST"}
+# each level's word, and its colour on a terminal
+_MARKS: Final[dict[str, tuple[str, Style]]] = {
+    "ok": ("ok", "good"),
+    "warning": ("WARN", "warn"),
+    "error": ("BAD", "bad"),
+    "repaired": ("FIXED", "good"),
+    "unrepaired": ("LOST", "bad"),
+}
 
 
-def findings_report(findings: Iterable[Finding]) -> str:
-    """Render the doctor's findings, one line each, with what a person can do."""
+def findings_report(findings: Iterable[Finding], *, term: Terminal | None = None) -> str:
+    """Render the doctor's findings, one line each, with what a person can do; on a terminal the level word is coloured.
+
+    :param term: where it goes (default: :func:`terminal`): the width it is wrapped to, and colour.
+    """
+    t = terminal() if term is None else term
     lines = []
     for f in findings:
         advice = f" — {f.advice}" if f.advice else ""
-        lines.append(f"{_MARKS[f.level]:<5} {f.what}{advice}")
+        word, style = _MARKS[f.level]
+        lines += highlight(fit(f"{word:<5} ", f"{f.what}{advice}", t), 0, word, style, t)
     return "\n".join(lines) + "\n"
 
 
-def timeline(entries: Iterable[Entry], problems: Iterable[str]) -> str:
-    """Render the journal as a readable timeline, oldest first, and what was damaged."""
+def timeline(entries: Iterable[Entry], problems: Iterable[str], *, term: Terminal | None = None) -> str:
+    """Render the journal as a readable timeline, oldest first, and what was damaged.
+
+    Times are UTC, ending in ``Z`` as the journal writes them. A journal-first save's "document"
+    line (its whole sealed generation) is left out: the "saved" line after it stands for the save.
+
+    :param term: where it goes (default: :func:`terminal`): the width it is wrapped to.
+    """
+    from handoff_files.thread.journal import DOCUMENT  # noqa: PLC0415 -- the log command has loaded it already
+
+    t = terminal() if term is None else term
+    shown = [e for e in entries if e.event != DOCUMENT]
+    saves = [f"gen {e.generation}" if e.generation is not None else "" for e in shown]
+    event_width = max((len(e.event) for e in shown), default=0)
+    save_width = max(map(len, saves), default=0)
     lines = []
-    for e in entries:
-        when = e.at.replace("T", " ").rstrip("Z")
-        generation = f"gen {e.generation}" if e.generation is not None else ""
-        lines.append(f"{when}  {e.event:<11} {generation:<10} {e.summary}")
-    lines += [f"note: {problem}" for problem in problems]
+    for e, generation in zip(shown, saves, strict=True):
+        when = e.at.replace("T", " ", 1)
+        lines += fit(f"{when}  {e.event:<{event_width}}  {generation:<{save_width}}  ", e.summary, t)
+    for problem in problems:
+        lines += fit("note: ", problem, t, "  ")
     return "\n".join(lines) + "\n" if lines else "(the journal is empty)\n"
 
 
-def request_table(requests: Iterable[InboxRequest], problems: Iterable[object] = ()) -> str:
-    """Render inbox requests one line each (id, status, priority, who to whom, when, reason), then what was skipped."""
+def request_table(
+    requests: Iterable[InboxRequest], problems: Iterable[object] = (), *, short_ids: dict[str, str] | None = None
+) -> str:
+    """Render inbox requests one line each (id, status, priority, who to whom, when, reason), then what was skipped.
+
+    :param short_ids: full id → what to show of it (``HandoffInbox.abbreviate_ids()``); an id not in it is shown whole.
+    """
     # imported here: only the inbox commands render requests, and `show` never loads the inbox
     from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- see the comment above
 
+    shown = [(r, (short_ids or {}).get(r.handoff_id, r.handoff_id)) for r in requests]
+    width = max((len(handoff_id) for _, handoff_id in shown), default=0)
     lines = []
-    for r in requests:
+    for r, handoff_id in shown:
         deadline = (
             f"  expires {r.expires_at:%Y-%m-%d %H:%M:%S}" if r.expires_at and r.status is HandoffStatus.PENDING else ""
         )
         who = f"{r.from_agent} → {r.to_agent or '?'}"
         reason = r.reason if len(r.reason) <= 60 else r.reason[:59] + "…"
         lines.append(
-            f"{r.handoff_id}  {r.status.value:<9} p{r.priority:<3} {who:<28} {r.created_at:%Y-%m-%d %H:%M:%S}"
+            f"{handoff_id:<{width}}  {r.status.value:<9} p{r.priority:<3} {who:<28} {r.created_at:%Y-%m-%d %H:%M:%S}"
             f"{deadline}  {reason}"
         )
     lines += [f"note: skipped a damaged request: {problem}" for problem in problems]
@@ -216,6 +301,8 @@ def request_table(requests: Iterable[InboxRequest], problems: Iterable[object] =
 def request_detail(request: InboxRequest) -> str:
     """Render one inbox request in full: where it stands, who asked whom for what, and when each step happened."""
     r = request
+    if r.refused_by is not None:
+        return _refused_detail(r)
     out = [
         f"handoff {r.handoff_id}: {r.status.value}",
         f"  {r.from_agent} → {r.to_agent or '?'}, priority {r.priority}",
@@ -234,6 +321,17 @@ def request_detail(request: InboxRequest) -> str:
             out.append(f"  {name.removesuffix('_at')}: {moment:%Y-%m-%d %H:%M:%S %Z}")
     if r.metadata:
         out.append("  metadata: " + _short(r.metadata))
+    return "\n".join(out) + "\n"
+
+
+def _refused_detail(r: InboxRequest) -> str:
+    """A request refused before it was stored: why, first; and no id, since no request has it."""
+    requires = f", requires {', '.join(r.capabilities_required)}" if r.capabilities_required else ""
+    out = fit("not stored: ", str(r.rejection_reason), terminal())
+    out.append(f"  asked: {r.from_agent} → {r.to_agent or '?'}, priority {r.priority}{requires}")
+    out += _wrap(f"reason given: {r.reason or '(none)'}", "  ")
+    if r.descriptor is not None:
+        out.append(f"  checkpoint: {r.descriptor.source} ({r.descriptor.checkpoint_id})")
     return "\n".join(out) + "\n"
 
 

@@ -92,7 +92,12 @@ def _temp_beside(path: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temp file name", str(path.parent))
 
 
-def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
+#: A written file as its writer left it: its size and its modification time in nanoseconds. A
+#: later rewrite (a person's edit) changes them; bit rot, which changes bytes in place, does not.
+Stamp = tuple[int, int]
+
+
+def write_durable(path: Path, data: bytes, *, sync: bool = True) -> Stamp:
     """Write *data* to *path* atomically and durably; return only when it is on disk.
 
     Temp file in the same directory (mode 0600) → write every byte → fsync → put it in place
@@ -104,6 +109,7 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
     :param sync: False skips both fsyncs: still atomic for readers, but a crash may lose the
         file or leave it empty. Only for copies whose content is already durable elsewhere
         (a journal-first save's files).
+    :returns: the file's :data:`Stamp` as written (a rename does not change it).
     :raises HandoffWriteError: on any OS error, naming the path and the errno.
     """
     try:
@@ -118,6 +124,7 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
             # fsync the data before the rename: otherwise a crash can leave the new name on empty blocks
             if sync:
                 os.fsync(fd)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
         put_in_place(tmp, path)
@@ -138,6 +145,7 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
+    return (st.st_size, st.st_mtime_ns)
 
 
 def write_durable_together(files: list[tuple[Path, bytes]], *, sync: bool = True) -> None:

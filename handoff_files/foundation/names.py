@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 from typing import Final
 
 from handoff_files.foundation.errors import InvalidNameError
 
-__all__ = ["ID_PATTERN", "check_id"]
+__all__ = ["ID_PATTERN", "check_id", "derive_id"]
 
 #: Agent and thread ids: a letter or digit, then up to 63 letters, digits, dots, underscores or dashes.
 ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -29,3 +30,16 @@ def check_id(value: str, what: str, path: str | Path) -> str:
         )
         raise InvalidNameError(path, msg)
     return value
+
+
+def derive_id(name: str) -> str | None:
+    """A valid id made from a folder's *name*: accents dropped, other characters as ``-``; None if nothing is left.
+
+    ``"Café notes"`` gives ``"Cafe-notes"``; a name that is already valid is returned as it is.
+    """
+    if _ID.fullmatch(name):
+        return name
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_name)
+    slug = re.sub(r"^[^A-Za-z0-9]+", "", slug)[:64].rstrip("-.")
+    return slug if _ID.fullmatch(slug) else None

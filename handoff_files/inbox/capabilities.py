@@ -182,5 +182,7 @@ class AgentRegistry:
         beyond = sorted(set(wanted) - self._agents[source].scope)
         if beyond:
             return f"{', '.join(beyond)} outside {source}'s delegation scope"
-        needs = ", ".join(wanted) or "nothing"
+        if not wanted:  # any other registered agent would have passed the gate: there is none
+            return f"no agent other than {source} in the agent registry ({self.source})"
+        needs = wanted[0] if len(wanted) == 1 else f"all of {', '.join(wanted)}"
         return f"no registered agent other than {source} has {needs}"

@@ -21,6 +21,7 @@ from handoff_files.foundation.errors import (
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
 from handoff_files.foundation.names import check_id
 from handoff_files.inbox.capabilities import AgentRegistry
+from handoff_files.inbox.ids import MIN_PREFIX, SHORT_ID, is_id_prefix, matching, shortest_prefixes
 from handoff_files.inbox.request import (
     CAPABILITY_GATE,
     DEFAULT_PRIORITY,
@@ -45,6 +46,8 @@ from handoff_files.transfers.descriptor import Descriptor
 __all__ = ["DEFAULT_PRIORITY", "REQUESTS_DIR", "HandoffInbox", "InboxRequest", "is_handoff_id"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_NAMED = 10  # an ambiguous prefix's error names this many candidates, then counts the rest
 
 
 class HandoffInbox:
@@ -222,9 +225,10 @@ class HandoffInbox:
                 # the next writer to touch an overdue request records that it expired
                 self._files.write(seen)
             if seen.status is not allowed:
+                needed = f"{'an' if allowed.value[0] in 'AEIOU' else 'a'} {allowed.value}"
                 msg = (
                     f"cannot {verb} handoff {handoff_id}: it is {seen.status.value}{_since(seen)}, not in "
-                    f"{allowed.value} status; only a {allowed.value} request can become {change['status'].value}"
+                    f"{allowed.value} status; only {needed} request can become {change['status'].value}"
                 )
                 raise InvalidTransitionError(path, msg)
             new_status: HandoffStatus = change["status"]
@@ -270,14 +274,58 @@ class HandoffInbox:
     def get_pending_handoffs(self, agent_id: str) -> list[InboxRequest]:
         """The PENDING, unexpired requests to *agent_id*, most urgent first (:func:`urgency`); see :attr:`problems`."""
         check_id(agent_id, "agent_id", self.path)
-        return sorted(self.list_handoffs(to_agent=agent_id, status=HandoffStatus.PENDING), key=urgency)
+        return self.list_handoffs(to_agent=agent_id, status=HandoffStatus.PENDING)
 
     def list_handoffs(self, *, to_agent: str | None = None, status: HandoffStatus | None = None) -> list[InboxRequest]:
-        """The readable requests (to *to_agent*, in *status*, if given), as they are now, oldest first."""
+        """The readable requests (to *to_agent*, in *status*, if given), as they are now; see :attr:`problems`.
+
+        Most urgent first, as they are served (:func:`urgency`): the lowest ``priority``, then the oldest.
+        """
         now = self.now()
         seen = (record.as_of(now) for record in self._scan())
         wanted = [r for r in seen if to_agent in (None, r.to_agent) and status in (None, r.status)]
-        return sorted(wanted, key=lambda r: (r.created_at, r.handoff_id))
+        return sorted(wanted, key=urgency)
+
+    # -- ids as people type them -----------------------------------------------------------------
+
+    def resolve_id(self, prefix: str) -> str:
+        """The full id of the one request whose id starts with *prefix* (git-style, at least 4 hex digits).
+
+        A full id (32 digits) is returned as it is, as ``git rev-parse`` returns a full hash: the
+        call that takes it says whether a request has it. A damaged request file still counts, so
+        reading it says what is wrong with it.
+
+        :raises InvalidNameError: if *prefix* is not 4 to 32 lowercase hex digits.
+        :raises UnknownRequestError: if no request's id starts with *prefix*, or several do (the
+            message names each, and asks for more digits).
+        """
+        if not is_id_prefix(prefix):
+            msg = (
+                f"handoff id {str(prefix)[:80]!r} is not an id this inbox makes, nor the start of one "
+                f"({MIN_PREFIX} to 32 lowercase hex digits)"
+            )
+            raise InvalidNameError(self.path, msg)
+        if is_handoff_id(prefix):
+            return prefix
+        found = matching(prefix, self._files.ids())
+        if not found:
+            msg = f"no handoff request in this inbox has an id starting with {prefix}"
+            raise UnknownRequestError(self.path, msg)
+        if len(found) > 1:
+            more = f" and {len(found) - _MAX_NAMED} more" if len(found) > _MAX_NAMED else ""
+            named = f"{', '.join(found[:_MAX_NAMED])}{more}"
+            msg = f"handoff id {prefix} is ambiguous: {len(found)} requests start with it ({named}); give more digits"
+            raise UnknownRequestError(self.path, msg)
+        return found[0]
+
+    def abbreviate_ids(self) -> dict[str, str]:
+        """Every request's id → the shortest prefix no other request's shares, of 8 digits or more, for people.
+
+        :meth:`resolve_id` takes each back, while no new request comes to share it.
+
+        :raises HandoffError: if ``requests/`` exists but cannot be listed.
+        """
+        return shortest_prefixes(self._files.ids(), minimum=SHORT_ID)
 
     def _scan(self) -> list[InboxRequest]:
         records, problems = self._files.scan()

@@ -85,25 +85,31 @@ class RequestFiles:
             raise HandoffValidationError(path, msg)
         return record
 
+    def ids(self) -> list[str]:
+        """The id of every request file, readable or damaged, sorted (none if ``requests/`` does not exist).
+
+        :raises HandoffError: if ``requests/`` exists but cannot be listed.
+        """
+        try:
+            names = os.listdir(self.requests_dir)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            msg = f"cannot list the inbox: {exc.strerror or exc}"
+            raise HandoffError(self.requests_dir, msg) from exc
+        return sorted(name.removesuffix(".json") for name in names if _REQUEST_FILE.match(name))
+
     def scan(self) -> tuple[list[InboxRequest], list[HandoffError]]:
         """Every readable request, and one error (naming the file) for each damaged one.
 
         :raises HandoffError: if ``requests/`` exists but cannot be listed.
         """
-        try:
-            names = sorted(os.listdir(self.requests_dir))
-        except FileNotFoundError:
-            return [], []
-        except OSError as exc:
-            msg = f"cannot list the inbox: {exc.strerror or exc}"
-            raise HandoffError(self.requests_dir, msg) from exc
         records: list[InboxRequest] = []
         problems: list[HandoffError] = []
-        for name in names:
-            if not _REQUEST_FILE.match(name):
-                continue  # temp files of writers in flight, and anything that is not ours
+        # only our names: temp files of writers in flight, and anything that is not ours, are left alone
+        for handoff_id in self.ids():
             try:
-                records.append(self.read(self.requests_dir / name))
+                records.append(self.read(self.file(handoff_id)))
             except UnknownRequestError:
                 continue  # removed by hand since the listing
             except HandoffError as exc:

@@ -11,7 +11,7 @@ from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.model import MAX_INT, SCHEMA_VERSION
-from handoff_files.foundation.atomic import fsync_dir, fsync_file, lexists, write_durable, write_durable_together
+from handoff_files.foundation.atomic import fsync_dir, fsync_file, lexists, write_durable
 from handoff_files.foundation.clock import file_stamp, iso_z, utc_now
 from handoff_files.foundation.errors import (
     HandoffValidationError,
@@ -69,6 +69,8 @@ def commit(
         raise HandoffValidationError(thread.path, msg)
     journal_first = durability == "journal"
     problems = _keep_replaced_primary(thread, head, created_at, journal_first=journal_first)
+    if head.thread_id is None and thread.derived_note:  # the first generation: its ids come from the folder
+        problems.append(thread.derived_note)
     unfinished = _write(
         thread,
         document,
@@ -181,6 +183,10 @@ def _write(
         after_commit(lambda: write_durable(history_file, data, sync=False))
     else:
         write_durable(history_file, data)
+    # the copies a person and a restart read first: atomic for readers, not flushed; the primary
+    # first, so state.json can record it as written (an edit changes that stamp, bit rot does not)
+    written: list[tuple[int, int]] = []
+    after_commit(lambda: written.append(write_durable(thread.primary, data, sync=False)))
     mirror = mirror_bytes(
         generation=generation,
         seal=seal_text,
@@ -190,9 +196,9 @@ def _write(
         state=document["state"],
         saves=head.saves + 1,
         last_restore=None,
+        primary_written=written[0] if written else None,
     )
-    # the copies a person and a restart read first: atomic for readers, not flushed
-    after_commit(lambda: write_durable_together([(thread.primary, data), (thread.layout.mirror, mirror)], sync=False))
+    after_commit(lambda: write_durable(thread.layout.mirror, mirror, sync=False))
     if not journal_first:
         # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
         # "migrated" (an older file rewritten) or "adopted"; each carries the summary a rebuild reads

@@ -16,7 +16,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, 
 from handoff_files.thread.journal import SAVE_EVENTS, Entry, JournalProblem
 from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
 from handoff_files.thread.locate import thread_of
-from handoff_files.thread.mirror import read_mirror
+from handoff_files.thread.mirror import primary_stamp, read_mirror
 from handoff_files.thread.notes import ever_saved
 from handoff_files.thread.repair import (
     Copy,
@@ -139,7 +139,7 @@ def _read_primary(store: HandoffStore) -> tuple[Handoff | None, str]:
     """The primary if it loads, else what is wrong with it."""
     name = store.primary.name
     try:
-        return load(store.primary, follow_symlinks=False), ""
+        return load(store.primary, follow_symlinks=False, written=primary_stamp(store.layout.mirror)), ""
     except HandoffNotFoundError:
         return None, f"{name} is missing"
     except HandoffError as exc:
@@ -284,7 +284,7 @@ def _check_mirror(store: HandoffStore, newest: Copy | None, findings: list[Findi
         findings.append(Finding("warning", problem, "`handoff doctor --repair` rewrites it"))
         return
     try:
-        rewrite(store.mirror_path, mirror_of(newest), keep_as=None)
+        rewrite(store.mirror_path, mirror_of(newest, store.primary), keep_as=None)
     except HandoffError as exc:
         findings.append(Finding("unrepaired", problem, f"could not rewrite it: {exc}"))
         return

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from handoff_files.format.loader import load
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
-from handoff_files.thread.layout import ThreadDir
+from handoff_files.thread.layout import MIRROR_NAME, ThreadDir
+from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import HistoryEntry
 
 __all__ = ["list_history"]
@@ -15,17 +16,23 @@ __all__ = ["list_history"]
 def list_history(layout: ThreadDir, primary: Path) -> list[HistoryEntry]:
     """List the generations in ``history/``, newest first, each verified; a bad primary is listed first.
 
-    Reads only: nothing is repaired or removed.
+    A primary that verifies but has no verified copy in ``history/`` (deleted, damaged, or a
+    journal-first save's copy not written yet) is listed too, in its place among the generations:
+    a thread whose primary verifies never lists as empty. Reads only: nothing is repaired or removed.
 
     :param layout: the thread directory.
     :param primary: its primary file (the generation it holds is marked current).
-    :returns: one entry per generation file, with its problem if it does not verify.
+    :returns: one entry per generation file, with its problem if it does not verify; an entry
+        whose ``path`` is the primary and whose ``problem`` is None is a generation only the
+        primary holds.
     :raises HandoffError: if ``history/`` exists but cannot be listed.
     """
     entries = []
     current = None
+    head = None
     try:
-        current = load(primary, follow_symlinks=False).generation
+        head = load(primary, follow_symlinks=False, written=primary_stamp(primary.parent / MIRROR_NAME))
+        current = head.generation
     except HandoffNotFoundError:
         pass
     except HandoffError as exc:
@@ -47,4 +54,10 @@ def list_history(layout: ThreadDir, primary: Path) -> list[HistoryEntry]:
                     None,
                 )
             )
+    if head is not None and not any(e.generation == current and e.problem is None for e in entries):
+        seal = None if head.seal is None else str(head.seal)
+        alone = HistoryEntry(head.generation, primary, True, seal, head.created_at, None)
+        # newest first, and before a damaged copy of its own generation: the one that verifies leads
+        place = (i for i, e in enumerate(entries) if e.generation is not None and e.generation <= head.generation)
+        entries.insert(next(place, len(entries)), alone)
     return entries

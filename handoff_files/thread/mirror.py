@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -14,7 +15,7 @@ from handoff_files.foundation.atomic import read_bytes
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.layout import MIRROR_NAME
 
-__all__ = ["MIRROR_NAME", "Mirror", "mirror_bytes", "read_mirror"]
+__all__ = ["MIRROR_NAME", "Mirror", "mirror_bytes", "primary_stamp", "read_mirror"]
 
 _KIND: Final = "handoff-files/state"
 _MAX_BYTES: Final = 16 * 1024 * 1024
@@ -32,6 +33,7 @@ class Mirror:
     state: dict[str, Any]
     saves: int
     last_restore: dict[str, Any] | None
+    primary_written: tuple[int, int] | None = None  # the primary as its writer left it: size, mtime (ns)
 
 
 def mirror_bytes(
@@ -44,6 +46,7 @@ def mirror_bytes(
     state: dict[str, Any],
     saves: int,
     last_restore: dict[str, Any] | None,
+    primary_written: tuple[int, int] | None = None,
 ) -> bytes:
     """Render ``state.json``: readable, self-checking (sha256 over its canonical JSON without ``check``)."""
     fields: dict[str, Any] = {
@@ -60,6 +63,9 @@ def mirror_bytes(
         },
         "saves": saves,
         "last_restore": last_restore,
+        # the primary as the writer left it: a file that no longer has this size and mtime was
+        # rewritten since (an edit); one that still has them but does not verify is corrupt
+        "primary": None if primary_written is None else {"size": primary_written[0], "mtime_ns": primary_written[1]},
         "state": state,
     }
     fields["check"] = self_check(fields)
@@ -92,7 +98,34 @@ def read_mirror(path: Path) -> Mirror:
             dict(fields["state"]),
             int(fields["saves"]),
             fields.get("last_restore"),
+            _written(fields.get("primary")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         msg = f"missing or malformed field: {exc}"
         raise HandoffError(path, msg) from exc
+
+
+def _written(field: Any) -> tuple[int, int] | None:
+    """The primary's stamp as ``state.json`` records it (None: not recorded, as before it was)."""
+    if not isinstance(field, dict):
+        return None
+    size, mtime = field.get("size"), field.get("mtime_ns")
+    if isinstance(size, int) and isinstance(mtime, int) and not isinstance(size, bool) and not isinstance(mtime, bool):
+        return (size, mtime)
+    return None
+
+
+def primary_stamp(path: Path) -> Callable[[], tuple[int, int] | None]:
+    """A lookup of the primary's stamp in the ``state.json`` at *path*, made only when asked.
+
+    The loader asks only when a primary does not verify, to tell a person's edit (the file was
+    rewritten: its size or mtime differs from the writer's) from corruption (it was not).
+    """
+
+    def lookup() -> tuple[int, int] | None:
+        try:
+            return read_mirror(path).primary_written
+        except HandoffError:
+            return None
+
+    return lookup

@@ -230,6 +230,7 @@ def acknowledge(thread: ThreadSettings, restored: Restored, *, with_code: bool) 
                 state=mirror.state,
                 saves=mirror.saves,
                 last_restore=last_restore,
+                primary_written=mirror.primary_written,
             ),
         )
 

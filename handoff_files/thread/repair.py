@@ -130,8 +130,11 @@ def saved_bytes(copy: Copy, fmt: Format, target: Path) -> bytes:
     return data
 
 
-def mirror_of(copy: Copy) -> bytes:
+def mirror_of(copy: Copy, primary: Path) -> bytes:
     """``state.json`` as the save of *copy*'s generation wrote it (the count of saves taken to be its generation).
+
+    The primary's stamp (size, mtime) is recorded when *primary* holds that generation, verified,
+    so a later edit of it is told from corruption exactly, as after a save.
 
     :raises HandoffError: if the copy cannot be read again.
     """
@@ -148,7 +151,18 @@ def mirror_of(copy: Copy) -> bytes:
         state=state if isinstance(state, dict) else handoff.state.model_dump(mode="json"),
         saves=handoff.generation,
         last_restore=None,
+        primary_written=_stamp_if_holding(primary, copy),
     )
+
+
+def _stamp_if_holding(primary: Path, copy: Copy) -> tuple[int, int] | None:
+    """*primary*'s size and mtime (ns) if it holds *copy*'s generation and verifies; else None."""
+    try:
+        held = load(primary, follow_symlinks=False)
+        st = os.lstat(primary)
+    except (HandoffError, OSError):
+        return None
+    return (st.st_size, st.st_mtime_ns) if held.seal == copy.handoff.seal else None
 
 
 def rewrite(target: Path, data: bytes, *, keep_as: Path | None) -> bool:

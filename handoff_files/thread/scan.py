@@ -15,7 +15,8 @@ from handoff_files.foundation.atomic import read_bytes
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, UnsealedEditError
 from handoff_files.foundation.lock import try_writer_lock
 from handoff_files.thread.journal import SAVE_EVENTS, Entry, Journal
-from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME
+from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
+from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import Restored
 from handoff_files.thread.settings import ThreadSettings
 
@@ -177,7 +178,8 @@ def _read_primary(path: Path, problems: list[str]) -> tuple[Restored | None, Pri
     What is wrong with it is added to *problems*.
     """
     try:
-        primary = Restored(load(path, follow_symlinks=False), "primary", path)
+        written = primary_stamp(path.parent / MIRROR_NAME)
+        primary = Restored(load(path, follow_symlinks=False, written=written), "primary", path)
     except HandoffNotFoundError:
         problems.append(f"{path.name} is missing")
         return None, "missing", None, 0

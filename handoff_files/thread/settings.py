@@ -9,9 +9,9 @@ from typing import Final, Literal
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import Format
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, InvalidNameError
 from handoff_files.foundation.lock import OnLockWait, WriterLock
-from handoff_files.foundation.names import check_id
+from handoff_files.foundation.names import check_id, derive_id
 from handoff_files.thread.journal import Journal, first_entry
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
 
@@ -66,6 +66,8 @@ class ThreadSettings:
     thread_id: str | None
     durability: Durability
     lock: WriterLock
+    #: the id the directory's name gives (derived when the name itself is not a valid id)
+    name_id: str = ""
 
     @classmethod
     def checked(
@@ -104,11 +106,16 @@ class ThreadSettings:
         durability = check_durability(durability, path)
         agent_id = None if agent_id is None else check_id(agent_id, "agent_id", path)
         thread_id = None if thread_id is None else check_id(thread_id, "thread_id", path)
-        if thread_id is None or agent_id is None:
-            check_id(path.name, "thread directory name", path)
+        name_id = derive_id(path.name) or ""
+        if not name_id and (thread_id is None or agent_id is None):
+            msg = (
+                f"no valid id can be made from the folder name {path.name!r}: give the ids "
+                "(thread_id= and agent_id=; on the command line --thread-id and --agent-id)"
+            )
+            raise InvalidNameError(path, msg)
         fmt = choose_format(layout, format)
         lock = WriterLock(path, timeout=lock_timeout, on_wait=on_lock_wait)
-        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock)
+        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id)
 
     @property
     def path(self) -> Path:
@@ -133,8 +140,18 @@ class ThreadSettings:
         :returns: this writer's ids where it insists on them, else the previous generation's, else
             the directory's name.
         """
-        name = self.layout.path.name
+        name = self.name_id or self.layout.path.name
         return (self.agent_id or agent_id or name, self.thread_id or thread_id or name)
+
+    @property
+    def derived_note(self) -> str | None:
+        """What a first save says when the folder's name is not an id itself (None when it is)."""
+        if self.name_id == self.layout.path.name or (self.agent_id and self.thread_id):
+            return None
+        return (
+            f"the folder name {self.layout.path.name!r} is not a valid id, so the ids were made from it: "
+            f"{self.name_id!r} (give thread_id/agent_id, or --thread-id/--agent-id, to choose them)"
+        )
 
 
 def choose_format(layout: ThreadDir, wanted: Format | None) -> Format:

@@ -12,7 +12,7 @@ from typing import Any, Final
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, Format
 from handoff_files.format.content import dump_layers, layers_of
-from handoff_files.format.loader import decode, load
+from handoff_files.format.loader import decode
 from handoff_files.format.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.foundation.atomic import is_real_dir, lexists, read_bytes, write_durable
 from handoff_files.foundation.clock import file_stamp
@@ -20,11 +20,11 @@ from handoff_files.foundation.errors import (
     HandoffError,
     NoHandoffError,
     TransferRefusedError,
-    UnsealedEditError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.thread import recovery
 from handoff_files.thread.ackcode import accept
+from handoff_files.thread.edits import Edit, read_edit
 from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import list_history
 from handoff_files.thread.journal import Journal
@@ -213,23 +213,22 @@ class HandoffStore:
                 restored = None
             return self.save(change(restored))
 
-    def seal(self) -> SaveReceipt:
+    def seal(self, *, accept_corrupt: bool = False) -> SaveReceipt:
         """Accept the primary as edited by a person: re-seal it as the next generation.
 
-        Rewrites files (the edited file is kept in ``history/`` as ``displaced-…``).
+        Rewrites files (the edited file is kept in ``history/`` as ``displaced-…``). See
+        :func:`~handoff_files.thread.edits.read_edit` for *accept_corrupt* and what an edit may change.
 
-        :raises HandoffError: if the primary does not parse or validate, naming why.
+        :raises HandoffError: if the primary does not parse or validate, reads as corrupt (without
+            *accept_corrupt*), or changed the envelope, naming why.
         """
         self.init()
         with self.locked():
             listing = self.layout.generations()
             head = self._heads.current(listing)
-            try:
-                current = load(self.primary, follow_symlinks=False)
-            except UnsealedEditError as exc:
-                if exc.handoff is None:  # the loader always attaches it; refuse rather than guess
-                    raise
-                return self._save_locked(dump_layers(exc.handoff.content()), head, listing, event="sealed")
+            current = read_edit(self.layout, self.primary, accept_corrupt=accept_corrupt)
+            if isinstance(current, Edit):
+                return self._save_locked(dump_layers(current.handoff.content()), head, listing, event="sealed")
             if current.seal is None:
                 msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed 2.0 generation"
                 raise HandoffError(self.primary, msg)

@@ -11,7 +11,9 @@ from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import is_real_dir
 from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.layout import MIRROR_NAME
 from handoff_files.thread.locate import primary_of
+from handoff_files.thread.mirror import primary_stamp
 
 __all__ = ["Validation", "validate"]
 
@@ -68,4 +70,6 @@ def _verify(path: Path, assume_version: str | None) -> Handoff:
     if not is_real_dir(path, follow_symlinks=True):
         return load(path, assume_version=assume_version)
     # the thread's files are never followed out of it (see HandoffStore): a link in the primary's place is refused
-    return load(primary_of(path), assume_version=assume_version, follow_symlinks=False)
+    primary = primary_of(path)
+    written = primary_stamp(primary.parent / MIRROR_NAME)
+    return load(primary, assume_version=assume_version, follow_symlinks=False, written=written)

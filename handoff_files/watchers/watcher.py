@@ -20,6 +20,7 @@ from handoff_files.foundation.errors import (
     UnsealedEditError,
 )
 from handoff_files.thread.layout import PRIMARY_NAMES
+from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
 from handoff_files.watchers.observer import DEFAULT_RESCAN, start_observer, stop_observer
@@ -206,7 +207,7 @@ class Watcher:
                 return
         path = store.primary
         try:
-            handoff = load(path, follow_symlinks=False)
+            handoff = load(path, follow_symlinks=False, written=primary_stamp(store.layout.mirror))
         except UnsealedEditError as exc:
             if exc.handoff is None:
                 self._report(exc)

@@ -150,12 +150,12 @@ def test_history_lists_generations_newest_first(tmp_path: Path, capsys: pytest.C
     ("argv", "needle"),
     [
         pytest.param(["show", "{tmp}/nowhere"], "no such file or thread directory", id="show-missing"),
-        pytest.param(["init", "{tmp}/bad name"], "not a valid id", id="init-bad-name"),
+        pytest.param(["init", "{tmp}/%%%"], "no valid id can be made from the folder name", id="init-bad-name"),
         pytest.param(["save", "{tmp}/t1", "{tmp}/content-nan.json"], "NaN", id="save-nan"),
         pytest.param(["save", "{tmp}/t1", "{tmp}/content-tag.yaml"], "python/object", id="save-yaml-tag"),
         pytest.param(["save", "{tmp}/t1", "{tmp}/content-envelope.json"], "envelope fields", id="save-envelope"),
         pytest.param(["seal", "{tmp}/nowhere/handoff.json"], "no such file", id="seal-missing"),
-        pytest.param(["history", "{tmp}/bad name"], "not a valid id", id="history-bad-name"),
+        pytest.param(["history", "{tmp}/%%%"], "no such file or thread directory", id="history-missing"),
     ],
 )
 def test_errors_are_one_line_on_stderr_with_exit_1(
@@ -231,7 +231,7 @@ def test_a_path_traversal_thread_id_is_refused_by_the_cli(tmp_path: Path, capsys
     content.write_text(json.dumps(CONTENT), encoding="utf-8")
     for argv in (["init", f"{tmp_path}/.."], ["save", f"{tmp_path}/../..", str(content)]):
         assert main(argv) == 1
-        one_error_line(capsys.readouterr().err, "not a valid id")
+        one_error_line(capsys.readouterr().err, "no valid id can be made from the folder name '..'")
 
 
 def test_import_and_export_move_sw4rm_context_bytes_through_a_thread(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +68,10 @@ def test_list_shows_pending_requests_by_default_and_every_one_with_all(
     refused = request(capsys, inbox)
     run(capsys, "inbox", str(inbox), "reject", refused, "--reason", "busy")
     lines = run(capsys, "inbox", str(inbox), "list").splitlines()
-    assert [line.split()[:2] for line in lines] == [[to_beta, "PENDING"], [to_gamma, "PENDING"]]
+    assert [line.split()[:2] for line in lines] == [[to_beta[:8], "PENDING"], [to_gamma[:8], "PENDING"]]
     assert "alpha → beta" in lines[0]
     assert [line.split()[0] for line in run(capsys, "inbox", str(inbox), "list", "--agent", "beta").splitlines()] == [
-        to_beta
+        to_beta[:8]
     ]
     listed = run_json(capsys, "inbox", str(inbox), "list", "--agent", "beta", "--all", "--json")
     assert [(r["handoff_id"], r["status"]) for r in listed["requests"]] == [(to_beta, "PENDING"), (refused, "REJECTED")]
@@ -147,6 +150,10 @@ def test_a_rejection_needs_a_reason_and_shows_it(inbox: Path, capsys: pytest.Cap
         pytest.param(["status", "0" * 32], "no handoff request", id="status-unknown"),
         pytest.param(["accept", "0" * 32], "not found", id="accept-unknown"),
         pytest.param(["complete", "../x"], "32 lowercase hex", id="bad-id"),
+        pytest.param(["status", "5f0"], "4 to 32 lowercase hex digits", id="prefix-too-short"),
+        pytest.param(
+            ["status", "ffff"], "no handoff request in this inbox has an id starting with ffff", id="no-match"
+        ),
     ],
 )
 def test_a_refused_action_is_one_line_on_stderr_and_exit_1(
@@ -190,9 +197,116 @@ def test_a_damaged_request_file_is_listed_as_a_note_not_hidden(inbox: Path, caps
     path = inbox / "requests" / f"{bad}.json"
     path.write_bytes(path.read_bytes()[:20])
     lines = run(capsys, "inbox", str(inbox), "list").splitlines()
-    assert lines[0].split()[0] == good
+    assert lines[0].split()[0] == good[:8]
     assert lines[1].startswith("note: skipped a damaged request: ")
     assert str(path) in lines[1]
     listed = run_json(capsys, "inbox", str(inbox), "list", "--json")
     assert [r["handoff_id"] for r in listed["requests"]] == [good]
     assert len(listed["problems"]) == 1
+
+
+# -- the shell as a person runs it: `python -m handoff_files inbox ...` ----------------------------------
+
+
+def shell(python: str, env: dict[str, str], *argv: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m handoff_files ARGV`` in a child; check its exit code (and one stderr line if it failed)."""
+    done = subprocess.run(
+        [python, "-m", "handoff_files", *argv], capture_output=True, text=True, env=env, check=False, timeout=60
+    )
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == (0 if code == 0 else 1), done.stderr
+    return done
+
+
+def test_list_shows_the_most_urgent_request_first_then_the_oldest_and_its_help_says_so(
+    inbox: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    """Lower is more urgent: priority 1 comes before priority 5, and of equal priority the older first."""
+    lifecycle = HandoffInbox(inbox)
+    made = [
+        lifecycle.request_handoff("alpha", "beta", name, priority=p).handoff_id
+        for name, p in [("five-old", 5), ("one-old", 1), ("five-new", 5), ("one-new", 1)]
+    ]
+    lifecycle.accept_handoff(made[0])
+    listed = shell(python, subprocess_env, "inbox", str(inbox), "list").stdout.splitlines()
+    assert [line.split()[-1] for line in listed] == ["one-old", "one-new", "five-new"]
+    every = shell(python, subprocess_env, "inbox", str(inbox), "list", "--all").stdout.splitlines()
+    assert [line.split()[-1] for line in every] == ["one-old", "one-new", "five-old", "five-new"]
+    as_json = json.loads(shell(python, subprocess_env, "inbox", str(inbox), "list", "--all", "--json").stdout)
+    assert [r["reason"] for r in as_json["requests"]] == ["one-old", "one-new", "five-old", "five-new"]
+    helped = shell(python, subprocess_env, "inbox", str(inbox), "list", "--help").stdout
+    assert "most urgent (lowest priority) first, then oldest" in " ".join(helped.split())
+
+
+def test_list_shows_short_ids_and_json_the_full_ones(inbox: Path, python: str, subprocess_env: dict[str, str]) -> None:
+    made = [HandoffInbox(inbox).request_handoff("alpha", "beta", "x").handoff_id for _ in range(3)]
+    listed = shell(python, subprocess_env, "inbox", str(inbox), "list").stdout.splitlines()
+    shown = [line.split()[0] for line in listed]
+    assert sorted(shown) == sorted(full[:8] for full in made)  # 8 digits tell three uuids apart (but 1 in 10^8)
+    assert not re.search("[0-9a-f]{32}", "\n".join(listed))
+    as_json = json.loads(shell(python, subprocess_env, "inbox", str(inbox), "list", "--json").stdout)
+    assert sorted(r["handoff_id"] for r in as_json["requests"]) == sorted(made)
+
+
+def test_every_command_that_takes_an_id_takes_a_unique_prefix_of_it(
+    inbox: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    lifecycle = HandoffInbox(inbox)
+    taken, refused = (lifecycle.request_handoff("alpha", "beta", "x").handoff_id for _ in range(2))
+    if taken[:4] == refused[:4]:  # 1 in 65,536: four digits would not tell them apart
+        pytest.skip("the two random ids share their first four digits")
+    out = shell(python, subprocess_env, "inbox", str(inbox), "accept", taken[:4]).stdout
+    assert out.startswith(f"handoff {taken}: ACCEPTED\n")  # the full id, once it is found
+    out = shell(python, subprocess_env, "inbox", str(inbox), "complete", taken[:9]).stdout
+    assert out.startswith(f"handoff {taken}: COMPLETED\n")
+    out = shell(python, subprocess_env, "inbox", str(inbox), "status", taken[:6]).stdout
+    assert out.startswith(f"handoff {taken}: COMPLETED\n")
+    out = shell(python, subprocess_env, "inbox", str(inbox), "reject", refused[:8], "--reason", "busy").stdout
+    assert out.startswith(f"handoff {refused}: REJECTED\n")
+    assert lifecycle.get_handoff_status(refused) is HandoffStatus.REJECTED
+
+
+def test_an_ambiguous_prefix_is_refused_naming_every_candidate_and_changes_nothing(
+    inbox: Path, python: str, subprocess_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lifecycle = HandoffInbox(inbox)
+    twins = ["5f0c1a2b" + "0" * 24, "5f0c9999" + "0" * 24]
+    for twin in twins:
+        monkeypatch.setattr(uuid, "uuid4", lambda twin=twin: uuid.UUID(hex=twin))
+        lifecycle.request_handoff("alpha", "beta", "x")
+    monkeypatch.undo()
+    for verb in ("accept", "complete", "status"):
+        err = shell(python, subprocess_env, "inbox", str(inbox), verb, "5f0c", code=1).stderr
+        assert err.startswith("handoff: ")
+        assert "5f0c is ambiguous" in err
+        assert all(twin in err for twin in twins)
+    assert [lifecycle.get_handoff_status(twin) for twin in twins] == [HandoffStatus.PENDING] * 2
+    out = shell(python, subprocess_env, "inbox", str(inbox), "accept", "5f0c1").stdout
+    assert out.startswith(f"handoff {twins[0]}: ACCEPTED\n")
+    listed = shell(python, subprocess_env, "inbox", str(inbox), "list", "--all").stdout.splitlines()
+    assert sorted(line.split()[0] for line in listed) == ["5f0c1a2b", "5f0c9999"]
+
+
+@pytest.mark.parametrize("json_flag", [pytest.param([], id="text"), pytest.param(["--json"], id="json")])
+def test_a_request_the_gate_refuses_shows_no_id_says_why_and_that_it_was_not_stored(
+    tmp_path: Path, inbox: Path, python: str, subprocess_env: dict[str, str], json_flag: list[str]
+) -> None:
+    """Nothing was stored, so there is no id to accept or look up: none is printed, and the reason names the gap."""
+    registry = tmp_path / "agents.json"
+    agents = {"alpha": {"scope": ["sql"]}, "beta": {"capabilities": ["python"]}}
+    registry.write_text(json.dumps({"agents": agents}), encoding="utf-8")
+    argv = ["--from", "alpha", "--to", "beta", "--reason", "needs SQL", "--require", "sql", "--registry", str(registry)]
+    done = shell(python, subprocess_env, "inbox", str(inbox), "request", *argv, *json_flag, code=1)
+    assert done.stderr.endswith(": refused by the capability gate: beta lacks sql; nothing stored\n")
+    assert not re.search("[0-9a-f]{8}", done.stdout + done.stderr)
+    if json_flag:
+        record = json.loads(done.stdout)
+        assert record["handoff_id"] is None
+        assert (record["status"], record["refused_by"]) == ("REJECTED", "capability-gate")
+        assert record["rejection_reason"] == "refused by the capability gate: beta lacks sql"
+    else:
+        head, *rest = done.stdout.splitlines()
+        assert head == "not stored: refused by the capability gate: beta lacks sql"
+        assert "  asked: alpha → beta, priority 5, requires sql" in rest
+        assert "  reason given: needs SQL" in rest
+    assert HandoffInbox(inbox).list_handoffs() == []

@@ -84,3 +84,14 @@ def test_a_request_with_no_target_and_no_registry_names_the_flags(
     err = capsys.readouterr().err
     one_error_line(err, "name the agent asked with --to", "--registry")
     assert "to_agent" not in err
+
+
+def test_a_folder_name_that_is_not_an_id_gives_ids_made_from_it_or_the_ones_given(
+    tmp_path: Path, content_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["save", str(tmp_path / "Café notes"), str(content_file)]) == 0
+    assert "the ids were made from it: 'Cafe-notes'" in capsys.readouterr().out
+    assert HandoffStore(tmp_path / "Café notes").restore().handoff.thread_id == "Cafe-notes"
+    assert main(["save", str(tmp_path / "my thread"), str(content_file), "--thread-id", "mine"]) == 0
+    handoff = HandoffStore(tmp_path / "my thread").restore().handoff
+    assert (handoff.agent_id, handoff.thread_id) == ("mine", "mine")

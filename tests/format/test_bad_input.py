@@ -484,17 +484,38 @@ def test_invalid_id_given_to_the_store_is_an_invalid_name(tmp_path: Path, which:
     "name",
     [
         pytest.param("..", id="dot-dot"),
-        pytest.param("..hidden", id="dot-dot-prefix"),
-        pytest.param("my thread", id="space"),
-        pytest.param("thread;rm", id="semicolon"),
+        pytest.param("%%%", id="nothing-valid"),
+        pytest.param("---", id="dashes-only"),
     ],
 )
-def test_thread_directory_with_an_invalid_name_is_an_invalid_name(tmp_path: Path, name: str) -> None:
+def test_thread_directory_whose_name_gives_no_id_is_an_invalid_name(tmp_path: Path, name: str) -> None:
     directory = tmp_path / "sub" / name
     with pytest.raises(InvalidNameError) as info:
         HandoffStore(directory)
     assert_names_file(info.value, directory)
-    assert "thread directory name" in info.value.reason
+    assert "no valid id can be made from the folder name" in info.value.reason
+    assert "--thread-id" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "derived"),
+    [
+        pytest.param("..hidden", "hidden", id="dot-dot-prefix"),
+        pytest.param("my thread", "my-thread", id="space"),
+        pytest.param("thread;rm", "thread-rm", id="semicolon"),
+        pytest.param("Café notes", "Cafe-notes", id="accents"),
+    ],
+)
+def test_thread_directory_with_an_invalid_name_gets_ids_made_from_it_and_says_so(
+    tmp_path: Path, name: str, derived: str
+) -> None:
+    directory = tmp_path / "sub" / name
+    receipt = HandoffStore(directory).save({"narrative": "n"})
+    handoff = load(receipt.path)
+    assert (handoff.agent_id, handoff.thread_id) == (derived, derived)
+    assert any(f"made from it: {derived!r}" in problem for problem in receipt.problems), receipt.problems
+    again = HandoffStore(directory).save({"narrative": "m"})
+    assert again.problems == ()  # said once, on the first save
 
 
 # -- documents that parse but do not match the schema -------------------------------------------

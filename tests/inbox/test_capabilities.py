@@ -152,6 +152,14 @@ def test_route_takes_the_first_capable_agent_by_id_and_never_the_source(registry
     assert only_lead.no_route_reason("lead", ["sql"]) == "no registered agent other than lead has sql"
     assert registry.route("coder", ["sql"]) is None
     assert registry.no_route_reason("coder", ["sql"]) == "sql outside coder's delegation scope"
+    # a refusal's reason says what was missing: another agent at all, or one agent with every capability
+    alone = AgentRegistry({"lead": {"scope": ["python", "sql"]}, "coder": {"capabilities": ["sql"]}})
+    assert alone.no_route_reason("lead", ["python", "sql"]) == (
+        "no registered agent other than lead has all of python, sql"
+    )
+    alone = AgentRegistry({"lead": {"scope": ["python", "sql"]}})
+    assert alone.route("lead", []) is None
+    assert alone.no_route_reason("lead", []) == "no agent other than lead in the agent registry (<registry>)"
     assert registry.route("nobody", []) is None
     assert registry.no_route_reason("nobody", []).startswith("nobody not in the agent registry")
 

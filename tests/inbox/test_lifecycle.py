@@ -202,6 +202,22 @@ def test_a_forbidden_transition_raises_a_value_error_naming_the_current_status_a
     assert inbox.get_handoff_status(handoff_id) is start
 
 
+@pytest.mark.parametrize(
+    ("start", "operation", "words"),
+    [
+        pytest.param(PENDING, "complete", "only an ACCEPTED request can become COMPLETED", id="complete-pending"),
+        pytest.param(ACCEPTED, "accept", "only a PENDING request can become ACCEPTED", id="accept-accepted"),
+    ],
+)
+def test_a_forbidden_transition_says_which_status_it_needs_in_plain_english(
+    inbox: HandoffInbox, clock: Clock, start: HandoffStatus, operation: str, words: str
+) -> None:
+    handoff_id = _in_state(inbox, clock, start)
+    with pytest.raises(InvalidTransitionError) as caught:
+        _apply(inbox, operation, handoff_id)
+    assert words in str(caught.value)
+
+
 def test_forbidden_cases_cover_every_pair_but_the_allowed_ones() -> None:
     assert len(FORBIDDEN) == len(HandoffStatus) * 3 - len(ALLOWED) == 12
 
@@ -363,6 +379,19 @@ def test_pending_requests_come_most_urgent_first_then_oldest(inbox: HandoffInbox
     clock.advance(1)
     order = [made[r.handoff_id] for r in inbox.get_pending_handoffs("beta")]
     assert order == ["p-neg", "p1-old", "p1-new", "p3", "p5-old", "p5-new"]
+
+
+def test_a_listing_comes_most_urgent_first_then_oldest_whatever_the_status(inbox: HandoffInbox, clock: Clock) -> None:
+    """``list_handoffs`` orders as ``get_pending_handoffs`` does: ``handoff inbox list`` shows it."""
+    made = {}
+    for name, priority in [("p5-old", 5), ("p1-old", 1), ("p5-new", 5), ("p1-new", 1)]:
+        made[inbox.request_handoff("alpha", "beta", name, priority=priority).handoff_id] = name
+        clock.advance(1)
+    made[inbox.request_handoff("alpha", "gamma", "p0-gamma", priority=0).handoff_id] = "p0-gamma"
+    inbox.accept_handoff(next(key for key, name in made.items() if name == "p5-old"))
+    assert [made[r.handoff_id] for r in inbox.list_handoffs()] == ["p0-gamma", "p1-old", "p1-new", "p5-old", "p5-new"]
+    pending = inbox.list_handoffs(to_agent="beta", status=PENDING)
+    assert [made[r.handoff_id] for r in pending] == ["p1-old", "p1-new", "p5-new"]
 
 
 def test_callers_get_copies_never_the_inbox_s_own_objects(inbox: HandoffInbox) -> None:

@@ -1,0 +1,135 @@
+"""A person's edit of the primary: read it, check it changed only the layers, and show what changed.
+
+The loader tells an edit from corruption exactly when ``state.json`` records the primary as its
+writer left it (size and mtime): a file rewritten since is an edit, one that was not is corrupt.
+A person who did change such a file (an editor that kept the mtime, say) may still have it sealed,
+after seeing what changed (``accept_corrupt``): the seal is theirs to give, never the loader's to guess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from handoff_files.format.codec import MAX_FILE_BYTES
+from handoff_files.format.loader import decode, load
+from handoff_files.format.model import Handoff
+from handoff_files.foundation.atomic import read_bytes
+from handoff_files.foundation.errors import (
+    ChecksumMismatchError,
+    HandoffError,
+    HandoffValidationError,
+    UnsealedEditError,
+)
+from handoff_files.thread.journal import SAVE_EVENTS, Journal
+from handoff_files.thread.layout import ThreadDir
+from handoff_files.thread.mirror import primary_stamp, read_mirror
+
+__all__ = ["ENVELOPE", "Edit", "read_edit"]
+
+#: The fields the store writes: an edit that changes one is refused, never used or dropped silently.
+ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "created_at", "parent", "lineage")
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """The primary as a person left it, the sealed generation it was edited from, and whether it read as corrupt."""
+
+    handoff: Handoff
+    sealed: Handoff | None  # None: that generation's sealed copy is gone (pruned), nothing to compare with
+    corrupt: bool  # the file was not rewritten since it was sealed: accepted only when asked
+
+    def diff(self) -> str:
+        """The change to the layers as a unified diff (JSON, keys sorted), against the sealed generation."""
+        after = _layers_text(self.handoff)
+        if self.sealed is None:
+            return "".join(difflib.unified_diff([], after, "(no sealed copy to compare)", "handoff (edited)"))
+        before = _layers_text(self.sealed)
+        name = f"generation {self.sealed.generation} (sealed)"
+        return "".join(difflib.unified_diff(before, after, name, "handoff (edited)"))
+
+
+def read_edit(layout: ThreadDir, primary: Path, *, accept_corrupt: bool = False) -> Edit | Handoff:
+    """The primary: as it verifies (a :class:`Handoff`: nothing to seal), or a person's :class:`Edit` of it.
+
+    :param primary: the thread's primary file.
+    :param accept_corrupt: read a file that was not rewritten since it was sealed as an edit too
+        (a person said it is theirs); without it, such a file raises :class:`ChecksumMismatchError`.
+    :raises ChecksumMismatchError: the file reads as corrupt (and *accept_corrupt* is not given).
+    :raises HandoffValidationError: it is not a valid handoff, or the edit changed the envelope.
+    :raises HandoffError: as :func:`load` does otherwise.
+    """
+    try:
+        return load(primary, follow_symlinks=False, written=primary_stamp(layout.mirror))
+    except UnsealedEditError as exc:
+        handoff, corrupt = exc.handoff, False
+    except ChecksumMismatchError:
+        if not accept_corrupt:
+            raise
+        data, _ = read_bytes(primary, MAX_FILE_BYTES, follow_symlinks=False)
+        try:  # read it again as a file rewritten by hand: a valid document becomes an edit, an invalid one is refused
+            decode(data, primary, mtime=math.inf)
+        except UnsealedEditError as exc:
+            handoff, corrupt = exc.handoff, True
+        else:  # pragma: no cover - the same bytes verified a moment ago: another writer sealed it
+            return load(primary, follow_symlinks=False)
+    if handoff is None:  # the loader always attaches it; refuse rather than guess
+        msg = "edited, but the edit could not be read back"
+        raise HandoffError(primary, msg)
+    sealed = _sealed_copy(layout, handoff.generation)
+    _check_envelope(layout, primary, handoff, sealed)
+    return Edit(handoff, sealed, corrupt)
+
+
+def _sealed_copy(layout: ThreadDir, generation: int) -> Handoff | None:
+    """The sealed generation the edit says it was made from, from ``history/``, if it is there and verifies."""
+    for number, name in layout.generations():
+        if number == generation:
+            try:
+                return load(layout.history_dir / name, follow_symlinks=False)
+            except HandoffError:
+                return None
+    return None
+
+
+def _check_envelope(layout: ThreadDir, primary: Path, edit: Handoff, sealed: Handoff | None) -> None:
+    """Refuse an edit of the fields the store writes (a hand-set generation would be used or dropped)."""
+    if sealed is None and edit.generation > _newest_written(layout):
+        msg = (
+            f"the edit says generation {edit.generation}, but no sealed generation {edit.generation} exists: "
+            "the envelope (generation, ids, created_at, parent, lineage) is the store's to write; "
+            "change only the layers"
+        )
+        raise HandoffValidationError(primary, msg)
+    if sealed is None:
+        return
+    changed = [name for name in ENVELOPE if getattr(edit, name) != getattr(sealed, name)]
+    if changed:
+        msg = (
+            f"the edit changed {', '.join(changed)}, which the store writes (generation {sealed.generation} "
+            "holds the sealed values): change only the layers — narrative, priorities, warnings, decisions, "
+            "state, context — and `handoff seal` again"
+        )
+        raise HandoffValidationError(primary, msg)
+
+
+def _newest_written(layout: ThreadDir) -> int:
+    """The newest generation the store itself recorded: in ``history/``, ``state.json`` or the journal."""
+    newest = max((number for number, _ in layout.generations()), default=0)
+    with contextlib.suppress(HandoffError):
+        newest = max(newest, read_mirror(layout.mirror).generation)
+    with contextlib.suppress(HandoffError):
+        last, _ = Journal(layout).last(*SAVE_EVENTS)
+        newest = max(newest, last.generation or 0) if last is not None else newest
+    return newest
+
+
+def _layers_text(handoff: Handoff) -> list[str]:
+    text = orjson.dumps(handoff.content().model_dump(mode="json"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    return [line + "\n" for line in text.decode().splitlines()]
