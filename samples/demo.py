@@ -20,6 +20,7 @@ def main() -> int:
     """Run the agent under the supervisor, kill the agent after step 3, and check it continued."""
     workdir = Path(tempfile.mkdtemp(prefix="handoff-demo-"))
     thread = workdir / "importer-fix"
+    kept = False
     try:
         print(f"demo: thread directory {thread}")
         print("demo: running the agent under `handoff run` (the supervisor speaks as `handoff run:`)")
@@ -51,9 +52,12 @@ def main() -> int:
             f"demo: the restarted agent acknowledged generation {resumed.generation} and continued from it; "
             f"it finished at generation {handoff.generation} with {len(done)} steps, each done once"
         )
+        print(f"demo: the thread is left for you to look at: handoff show {thread}; handoff log {thread}")
+        kept = True
         return 0
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not kept:  # a failed demo leaves nothing behind; a good one leaves the thread it talked about
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

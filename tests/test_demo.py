@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+from pathlib import Path
 
+from handoff_files import HandoffStore
 from tests.conftest import ROOT
 
 
@@ -29,3 +32,10 @@ def test_the_demo_kills_the_agent_and_it_continues_from_its_handoff(
     ):
         assert line in out, out
     assert out.count("agent: step 3/8 done") == 1
+    # the thread it talked about is left for the person to look at, where it says
+    left = out.rsplit("demo: the thread is left for you to look at: handoff show ", 1)[1].split(";")[0]
+    thread = Path(left)
+    try:
+        assert HandoffStore(thread).restore().generation == 8
+    finally:
+        shutil.rmtree(thread.parent, ignore_errors=True)

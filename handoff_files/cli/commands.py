@@ -293,7 +293,7 @@ def cmd_run(args: argparse.Namespace) -> str:
         on_missing_ack="restart" if args.restart_on_missing_ack else "stop",
         require_code=args.require_code,
     )
-    args.failed = result.exit_code != 0
+    args.exit_code = result.exit_code  # 0, 1, or 128 + the signal that stopped the run
     # the story (restores, deaths, restarts, the reason) went to stderr as it happened; stdout is the agent's
     return to_json(dataclasses.asdict(result)) if args.json else ""
 

@@ -42,7 +42,8 @@ Report = Callable[[str], None]
 class RunResult:
     """How a supervised run ended.
 
-    ``exit_code`` is what ``handoff run`` returns: 0 if the agent finished (exit 0), 1 otherwise.
+    ``exit_code`` is what ``handoff run`` returns: 0 if the agent finished (exit 0), 128 + the
+    signal's number if a signal (SIGTERM, SIGINT) stopped the run, 1 otherwise.
     ``acknowledged`` counts the starts the agent confirmed it took its context in, ``with_code``
     those it confirmed with its briefing's acknowledgement code;
     ``last_generation`` is the thread's newest restorable generation when the run ended.
@@ -260,7 +261,8 @@ class _Supervisor:
         else:
             reason = f"stopped by {name} (passed on to the agent: {exit_status(outcome.status or 0)})"
         self.report(reason)
-        return self._result(1, reason)
+        # as a shell reports a command a signal ended: 128 + its number (143 for SIGTERM, 130 for SIGINT)
+        return self._result(128 + self.signals.caught[0], reason)
 
     def _sleep(self, seconds: float) -> bool:
         """Wait *seconds*; False if a signal asked the run to stop meanwhile."""

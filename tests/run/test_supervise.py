@@ -511,7 +511,7 @@ def test_sigterm_or_sigint_to_the_supervisor_reaches_the_agent_and_ends_the_run(
     _wait_for(lambda: any(line.startswith("ACKED") for line in sup.out), "the agent's acknowledgement")
     sup.proc.send_signal(signum)
     result = sup.finish()
-    assert result.exit_code == 1
+    assert result.exit_code == 128 + signum  # 143 for SIGTERM, 130 for SIGINT, as a shell says it
     assert result.reason.startswith(f"stopped by {signum.name} (passed on to the agent:")
     assert result.acknowledged == 1
     assert not sup.reports("restarting in")
