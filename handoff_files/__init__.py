@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from handoff_files.run.supervise import RunResult, supervise
     from handoff_files.thread.layout import ThreadDir
     from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
+    from handoff_files.thread.retention import prune_history
     from handoff_files.thread.store import Durability, HandoffStore
     from handoff_files.thread.validate import Validation, validate
     from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
@@ -115,6 +116,7 @@ _EXPORTS: Final[dict[str, str]] = {
     "State": "handoff_files.format.model",
     "Warning": "handoff_files.format.model",
     "load": "handoff_files.format.loader",
+    "prune_history": "handoff_files.thread.retention",
     "Acknowledgement": "handoff_files.thread.results",
     "HistoryEntry": "handoff_files.thread.results",
     "MigrationReport": "handoff_files.thread.results",
@@ -227,6 +229,7 @@ __all__ = [
     "load",
     "open_blobs",
     "parse_descriptor",
+    "prune_history",
     "request_handoff_with_fallback",
     "serve",
     "supervise",

@@ -79,6 +79,7 @@ EXPECTED_ALL = [
     "load",
     "open_blobs",
     "parse_descriptor",
+    "prune_history",
     "request_handoff_with_fallback",
     "serve",
     "supervise",

@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from handoff_files.format.loader import load
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+)
 from handoff_files.thread.layout import MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import HistoryEntry

@@ -40,6 +40,7 @@ EVENTS: Final = frozenset(
         "unacknowledged",
         "hook",
         "created",
+        "pruned",
         "migrated",
         "sealed",
         "repaired",
