@@ -12,7 +12,11 @@ __all__ = ["cmd_prune"]
 
 
 def cmd_prune(args: argparse.Namespace) -> str:
-    """``handoff prune ROOT --keep N [--thread ID …] [--dry-run]``."""
+    """``handoff prune DIR --keep N [--dry-run]``: a thread's ``history/``, or a LangGraph saver root's threads."""
+    from handoff_files.thread.layout import ThreadDir  # noqa: PLC0415 -- imported per command: start-up cost
+
+    if args.thread is None and ThreadDir(args.root).holdings():
+        return _prune_thread(args)
     try:
         from handoff_files.langgraph.saver import HandoffSaver  # noqa: PLC0415 -- only this command needs LangGraph
         from handoff_files.langgraph.trim import keep_newest  # noqa: PLC0415
@@ -28,4 +32,17 @@ def cmd_prune(args: argparse.Namespace) -> str:
     ]
     total = sum(len(result.removed) for result in results)
     lines.append(f"{verb} {total} checkpoint(s) in {len(results)} namespace(s)" if results else "no checkpoints here")
+    return "\n".join(lines) + "\n"
+
+
+def _prune_thread(args: argparse.Namespace) -> str:
+    """``handoff prune THREAD --keep N``: keep ``history/``'s newest generation files."""
+    from handoff_files.thread.retention import prune_history  # noqa: PLC0415
+
+    kept, removed = prune_history(args.root, args.keep, dry_run=args.dry_run)
+    if args.json:
+        return to_json({"thread": args.root, "kept": kept, "removed": removed, "dry_run": args.dry_run})
+    verb = "would remove" if args.dry_run else "removed"
+    lines = [f"{verb} history/{name}" for name in removed]
+    lines.append(f"kept the newest {len(kept)} generation file(s); {verb} {len(removed)}")
     return "\n".join(lines) + "\n"

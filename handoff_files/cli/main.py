@@ -200,10 +200,13 @@ def _add_care_commands(add: _Add) -> None:
     p = add(
         "prune",
         _handler("commands_langgraph", "prune"),
-        "keep each LangGraph thread's newest checkpoints under a HandoffSaver root; remove the rest",
+        "keep a thread's newest generation files in history/, or each LangGraph thread's newest checkpoints "
+        "under a HandoffSaver root; remove the rest",
     )
-    p.add_argument("root", help="the HandoffSaver's root folder")
-    p.add_argument("--keep", type=count, required=True, metavar="N", help="checkpoints kept per thread and namespace")
+    p.add_argument("root", metavar="DIR", help="a thread directory, or a HandoffSaver's root folder")
+    p.add_argument(
+        "--keep", type=count, required=True, metavar="N", help="generation files (or checkpoints per thread) kept"
+    )
     p.add_argument("--thread", action="append", metavar="ID", help="only this thread id (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, and remove nothing")
 

@@ -47,3 +47,16 @@ def test_keep_below_one_is_refused(thread_dir: Path) -> None:
     with pytest.raises(HandoffValidationError, match="keep must be 1 or more"):
         prune_history(thread_dir, 0)
     assert len(list((thread_dir / "history").iterdir())) == 2
+
+
+def test_handoff_prune_on_a_thread_keeps_its_newest_generation_files(
+    thread_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from handoff_files.cli.main import main  # noqa: PLC0415
+
+    _thread(thread_dir, 4)
+    assert main(["prune", str(thread_dir), "--keep", "2", "--dry-run"]) == 0
+    assert "would remove history/00000002.json" in capsys.readouterr().out
+    assert len(list((thread_dir / "history").iterdir())) == 4
+    assert main(["prune", str(thread_dir), "--keep", "2"]) == 0
+    assert sorted(path.name for path in (thread_dir / "history").iterdir()) == ["00000003.json", "00000004.json"]
