@@ -36,7 +36,7 @@ from handoff_files.hooks.formats import (
     quiet_output,
 )
 from handoff_files.hooks.location import default_thread
-from handoff_files.hooks.sessions import record
+from handoff_files.hooks.sessions import read_session, record
 from handoff_files.hooks.stop import stop_reason
 from handoff_files.hooks.worktree import worktree_digest
 from handoff_files.thread.store import HandoffStore
@@ -91,29 +91,53 @@ def _answer(event: HookEvent, thread: Path) -> HookReply:
         return _session_start(store, event, thread)
     if event.kind == "stop":
         reason = stop_reason(thread, event)
-        return HookReply(block_output(event.agent, reason) if reason else quiet_output(event.agent), 0)
+        untaken = _uptake_missing(store, event, thread)
+        if reason and untaken:
+            reason += f" Also acknowledge the briefing you were given at the start: {untaken}"
+        output = block_output(event.agent, reason) if reason else quiet_output(event.agent)
+        return HookReply(output, 0, _line(f"handoff hook {event.agent}: {untaken}") if untaken else None)
     what = "is about to compact its conversation" if event.kind == "pre_compact" else "session ended"
     record(store, event, f"{event.who} {what} ({event.detail or 'no detail given'})")
-    return HookReply(quiet_output(event.agent), 0)
+    untaken = _uptake_missing(store, event, thread) if event.kind == "session_end" else None
+    return HookReply(quiet_output(event.agent), 0, _line(f"handoff hook {event.agent}: {untaken}") if untaken else None)
+
+
+def _uptake_missing(store: HandoffStore, event: HookEvent, thread: Path) -> str | None:
+    """Say (once a session, journaled) that it was briefed but never acknowledged the briefing's code.
+
+    An agent that restores but never reads its briefing is what the code is there to catch: the
+    journal gets a "hook" line with ``unacknowledged`` (the generation), the person a stderr line.
+    """
+    log = read_session(store, event)
+    if log.briefed is None or log.acknowledged or log.reported:
+        return None
+    told = (
+        f"the session never acknowledged its briefing of generation {log.briefed} with the code it ended with "
+        f"(the handoff_acknowledge tool, or `handoff acknowledge {thread} CODE`): did the model read it?"
+    )
+    record(store, event, f"{event.who} session did not acknowledge its briefing of generation {log.briefed}",
+           unacknowledged=log.briefed)  # fmt: skip
+    return told
 
 
 def _session_start(store: HandoffStore, event: HookEvent, thread: Path) -> HookReply:
     worktree = worktree_digest(event.cwd, exclude=thread) if event.cwd is not None else None
     problems: list[str] = []
-    try:
-        record(store, event, f"{event.who} session started ({event.detail or 'no source given'})", worktree=worktree)
-    except _FAILURES as exc:  # the briefing matters more than the journal line: give it anyway
-        problems.append(f"the session start was not journaled: {exc}")
-    text, untold = _context(thread)
+    text, untold, briefed = _context(thread)
     if untold is not None:
         problems.append(untold)
+    try:
+        summary = f"{event.who} session started ({event.detail or 'no source given'})"
+        record(store, event, summary, worktree=worktree, briefed=briefed)
+    except _FAILURES as exc:  # the briefing matters more than the journal line: give it anyway
+        problems.insert(0, f"the session start was not journaled: {exc}")
     problem = _line(f"handoff hook {event.agent}: {'; '.join(problems)}") if problems else None
     return HookReply(context_output(event.agent, event.name, text), 0, problem)
 
 
-def _context(thread: Path) -> tuple[str, str | None]:
-    """The briefing of *thread*'s newest generation, or a note saying why there is none; and what
-    the person must be told as well (None: nothing).
+def _context(thread: Path) -> tuple[str, str | None, int | None]:
+    """The briefing of *thread*'s newest generation, or a note saying why there is none; what the
+    person must be told as well (None: nothing); and the generation briefed with a code (None: none).
 
     :raises OSError, ValueError: if the thread's folder cannot be used at all (the caller reports it).
     """
@@ -122,19 +146,24 @@ def _context(thread: Path) -> tuple[str, str | None]:
     try:
         briefing = briefing_for(thread)  # None only when nothing was ever saved there (ever_saved's rule)
     except HandoffError as exc:
-        return _unrestorable(thread, exc), None
+        return _unrestorable(thread, exc), None, None
     if briefing is None:
-        return (
+        fresh = (
             f"No handoff has been saved to {thread} yet: nothing was left for this session. Before you stop, save "
-            f"one with the handoff_save tool (or `handoff save {thread} FILE`): the five layers — state, narrative, "
-            "decisions, priorities, warnings — that whoever continues this work needs.\n"
-        ), None
-    if briefing.code is None:  # the key is damaged: the briefing says so, and only the person can mend it
-        return briefing.text, (
-            f"the briefing was given without an acknowledgement code: the acknowledgement key is damaged "
-            f"(`handoff brief {thread}` says why)"
+            f"one with the handoff_save tool (or `handoff save {thread} FILE`): the five layers — state, "
+            "narrative, decisions, priorities, warnings — that whoever continues this work needs.\n"
         )
-    return briefing.text, None
+        return fresh, None, None
+    if briefing.code is None:  # the key is damaged: the briefing says so, and only the person can mend it
+        return (
+            briefing.text,
+            (
+                f"the briefing was given without an acknowledgement code: the acknowledgement key is damaged "
+                f"(`handoff brief {thread}` says why)"
+            ),
+            None,
+        )
+    return briefing.text, None, briefing.generation
 
 
 def _unrestorable(thread: Path, exc: HandoffError) -> str:

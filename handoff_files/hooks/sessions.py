@@ -42,6 +42,9 @@ class SessionLog:
     started: dt.datetime | None
     worktree: str | None
     blocked: bool
+    briefed: int | None = None  # the generation its start's briefing showed, with a code
+    acknowledged: bool = False  # a "resumed" line with the briefing's code since it started
+    reported: bool = False  # a missing acknowledgement was already journaled for it
 
 
 def record(store: HandoffStore, event: HookEvent, summary: str, **fields: Any) -> None:
@@ -71,11 +74,15 @@ def read_session(store: HandoffStore, event: HookEvent) -> SessionLog:
     entries, _ = store.journal.entries()
     kinds = EVENT_KINDS[event.agent]
     start: tuple[str, dict[str, Any]] | None = None
-    blocked = False
+    blocked = reported = False
+    resumed: list[tuple[str, int]] = []  # acknowledgements with the code: when, and of which generation
     for entry in entries:
         extra = entry.extra
+        if entry.event == "resumed" and extra.get("code") == "right" and entry.generation is not None:
+            resumed.append((entry.at, entry.generation))
         if entry.event != HOOK_EVENT or extra.get("agent") != event.agent or extra.get("session_id") != event.session:
             continue
+        reported = reported or "unacknowledged" in extra
         kind = kinds.get(str(extra.get("hook_event")))
         if kind == "session_start" and (start is None or extra.get("start_source", extra.get("source")) != "compact"):
             start = (entry.at, extra)
@@ -85,7 +92,13 @@ def read_session(store: HandoffStore, event: HookEvent) -> SessionLog:
         return SessionLog(None, None, blocked)
     at, extra = start
     worktree = extra.get("worktree")
-    return SessionLog(_moment(at), worktree if isinstance(worktree, str) else None, blocked)
+    briefed = extra.get("briefed") if isinstance(extra.get("briefed"), int) else None
+    began = _moment(at)
+    acknowledged = briefed is not None and any(
+        (when := _moment(moment)) is not None and began is not None and when >= began and generation >= briefed
+        for moment, generation in resumed
+    )
+    return SessionLog(began, worktree if isinstance(worktree, str) else None, blocked, briefed, acknowledged, reported)
 
 
 def _moment(text: str) -> dt.datetime | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -22,9 +23,14 @@ from tests.hooks import documented
 from tests.hooks.helpers import content, git, hook, hook_lines
 
 
-def _start(agent: Agent, project: Path, session: str = "s-1", **fields: object) -> None:
+def _start(agent: Agent, project: Path, session: str = "s-1", *, acknowledge: bool = True, **fields: object) -> None:
+    """A session start; the model then acknowledges its briefing with the code, as the briefing asks
+    (unless *acknowledge* is False: a model that never read it)."""
     reply = hook(agent, documented.event(agent, "session_start", project, session, **fields))
     assert reply.exit_code == 0
+    code = re.search(r"with the code ([A-Z2-7]{4}-[A-Z2-7]{4})", reply.stdout)
+    if acknowledge and code is not None:
+        HandoffStore(project / ".handoff" / "main").acknowledge(code=code.group(1))
 
 
 def _stop(agent: Agent, project: Path, session: str = "s-1", **fields: object) -> str:
@@ -258,3 +264,29 @@ def test_stop_hooks_racing_in_separate_processes_ask_once(
     assert [(racer.returncode, err) for racer, (_, err) in zip(racers, outputs, strict=True)] == [(0, "")] * 8
     assert sum(_blocked("claude-code", out) for out, _ in outputs) == 1
     assert _blocks_in_journal(thread) == 1
+
+
+# -- proof of uptake: a session briefed but never acknowledged is reported -----------------------
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_session_that_never_acknowledged_its_briefing_is_reported_once(agent: Agent, project: Path) -> None:
+    HandoffStore(project / ".handoff" / "main").save(content(1))
+    _start(agent, project, acknowledge=False)
+    first = hook(agent, documented.event(agent, "stop", project, "s-1"))
+    assert first.exit_code == 0
+    assert first.stderr is not None
+    assert "never acknowledged its briefing of generation 1" in first.stderr
+    noted = [line for line in hook_lines(project / ".handoff" / "main") if "unacknowledged" in line.extra]
+    assert [line.extra["unacknowledged"] for line in noted] == [1]
+    again = hook(agent, documented.event(agent, "stop", project, "s-1"))
+    assert again.stderr is None  # said once a session
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_session_that_acknowledged_with_the_code_is_not_reported(agent: Agent, project: Path) -> None:
+    HandoffStore(project / ".handoff" / "main").save(content(1))
+    _start(agent, project)
+    reply = hook(agent, documented.event(agent, "stop", project, "s-1"))
+    assert (reply.exit_code, reply.stderr) == (0, None)
+    assert not [line for line in hook_lines(project / ".handoff" / "main") if "unacknowledged" in line.extra]
