@@ -31,7 +31,7 @@ from handoff_files.thread.journal import SAVE_EVENTS, Journal
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.mirror import primary_stamp, read_mirror
 
-__all__ = ["ENVELOPE", "Edit", "read_edit"]
+__all__ = ["ENVELOPE", "Edit", "layers_diff", "read_edit"]
 
 #: The fields the store writes: an edit that changes one is refused, never used or dropped silently.
 ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "created_at", "parent", "lineage")
@@ -47,12 +47,20 @@ class Edit:
 
     def diff(self) -> str:
         """The change to the layers as a unified diff (JSON, keys sorted), against the sealed generation."""
-        after = _layers_text(self.handoff)
         if self.sealed is None:
-            return "".join(difflib.unified_diff([], after, "(no sealed copy to compare)", "handoff (edited)"))
-        before = _layers_text(self.sealed)
-        name = f"generation {self.sealed.generation} (sealed)"
-        return "".join(difflib.unified_diff(before, after, name, "handoff (edited)"))
+            return layers_diff(None, self.handoff, "(no sealed copy to compare)", "handoff (edited)")
+        return layers_diff(
+            self.sealed, self.handoff, f"generation {self.sealed.generation} (sealed)", "handoff (edited)"
+        )
+
+
+def layers_diff(before: Handoff | None, after: Handoff, before_name: str, after_name: str) -> str:
+    """What changed in the layers from *before* to *after*: a unified diff of their JSON, keys sorted.
+
+    The envelope (generation, seal, times) is left out: it always differs. Empty when nothing did.
+    """
+    old = [] if before is None else _layers_text(before)
+    return "".join(difflib.unified_diff(old, _layers_text(after), before_name, after_name))
 
 
 def read_edit(layout: ThreadDir, primary: Path, *, accept_corrupt: bool = False) -> Edit | Handoff:
