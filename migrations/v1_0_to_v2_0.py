@@ -187,7 +187,11 @@ def upgrade(document: Mapping[Any, Any]) -> dict[Any, Any]:
         notes.append(f"session_id {session_id} is not a positive integer; generation set to 1")
     else:
         notes.append(f"generation taken from session_id {session_id}")
-    notes.append(f"1.0 records no agent or thread; agent_id and thread_id set to {LEGACY_ID!r}")
+    # true both where it is read (in memory, the ids are LEGACY_ID) and where `handoff migrate` writes it
+    notes.append(
+        f"1.0 records no agent or thread: agent_id and thread_id read as {LEGACY_ID!r} until "
+        "`handoff migrate` seals it, which gives it the ids of the thread it is sealed in"
+    )
     decisions = _decisions(document, data, notes)
     priorities = _priorities(document, data, notes)
     return {

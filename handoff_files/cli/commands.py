@@ -1,17 +1,20 @@
 """The thread commands: one handler per verb on a thread or a handoff file (parse → one library call → render).
 
 Each handler imports the library modules it uses, so a command pays only for its own: ``show``
-never loads the inbox, the transfer layer or watchdog, and ``--version`` loads none of them.
+never loads the inbox or watchdog (the transfer layer only for a thread that was transferred), and
+``--version`` loads none of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from handoff_files.cli.machine import to_json
 from handoff_files.cli.main import EXIT_UNFINISHED
 from handoff_files.cli.render import (
     briefing,
@@ -20,7 +23,6 @@ from handoff_files.cli.render import (
     migration_report,
     one_line,
     timeline,
-    to_json,
     validation_errors,
     validation_records,
     validation_report,
@@ -48,7 +50,8 @@ __all__ = [
 ]
 
 
-def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
+def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str, *, changed: bool | None = None) -> str:
+    """A save's receipt: JSON (with ``changed`` where a command may write nothing), or a line for a person."""
     if receipt.unfinished:
         # committed: the generation exists; saying "failed" would invite a retry, a second generation
         args.exit_code = EXIT_UNFINISHED
@@ -60,7 +63,9 @@ def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> str:
             file=sys.stderr,
         )
     if args.json:
-        return to_json(dataclasses.asdict(receipt))
+        return to_json(dataclasses.asdict(receipt) | ({} if changed is None else {"changed": changed}))
+    if changed is False:
+        return f"{receipt.path} is already sealed (generation {receipt.generation}, {short_digest(receipt.checksum)})\n"
     lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({short_digest(receipt.checksum)})"]
     lines += [f"note: {problem}" for problem in receipt.problems]
     return "\n".join(lines) + "\n"
@@ -137,16 +142,34 @@ def cmd_show(args: argparse.Namespace) -> str:
     from handoff_files.thread.locate import open_handoff  # noqa: PLC0415 -- imported per command: start-up cost
 
     restored = open_handoff(args.path, assume_version=args.assume_version)
+    transferred = None
+    if restored.source != "file":  # a thread directory, restored: it may have been handed on
+        try:
+            transferred = _transferred(Path(args.path))
+        except HandoffError as exc:  # a damaged record must not hide the handoff: say so beside it
+            restored = dataclasses.replace(restored, problems=(*restored.problems, str(exc)))
     if args.json:
         return to_json(
             {
                 "source": restored.source,
-                "path": str(restored.path),
+                "path": restored.path,
                 "problems": list(restored.problems),
+                "transferred_to": transferred,
                 "handoff": restored.handoff.model_dump(mode="json"),
             }
         )
-    return briefing(restored)
+    return briefing(restored, transferred=transferred)
+
+
+def _transferred(thread: Path) -> dict[str, Any] | None:
+    """The record a finished transfer left in *thread* (where it went), or None; the transfer layer loads only then."""
+    from handoff_files.thread.layout import TRANSFERRED_NAME  # noqa: PLC0415 -- imported per command: start-up cost
+
+    if not (thread / TRANSFERRED_NAME).exists():
+        return None
+    from handoff_files.transfers.handover import transferred_to  # noqa: PLC0415 -- a transferred thread only
+
+    return transferred_to(thread)
 
 
 def cmd_validate(args: argparse.Namespace) -> str:
@@ -208,7 +231,12 @@ def cmd_seal(args: argparse.Namespace) -> str:
                 "shown above: if it is yours, `handoff seal --yes` seals it (else `handoff doctor --repair`)"
             )
             raise ChecksumMismatchError(store.primary, msg)
-    return _receipt(store.seal(accept_corrupt=args.yes or isinstance(pending, Edit)), args, "sealed")
+    receipt = store.seal(accept_corrupt=args.yes or isinstance(pending, Edit))
+    # nothing to seal: the library hands back the current generation's receipt, with the seal read above
+    changed = isinstance(pending, Edit) or receipt.checksum != str(pending.seal)
+    if not changed:  # its one note, "already sealed: nothing to do", is said by `changed: false` instead
+        receipt = dataclasses.replace(receipt, problems=())
+    return _receipt(receipt, args, "sealed", changed=changed)
 
 
 def _confirmed(question: str) -> bool:
@@ -227,9 +255,10 @@ def cmd_migrate(args: argparse.Namespace) -> str:
     if args.json:
         return to_json(
             {
-                "source": str(report.source),
+                "source": report.source,
                 "original_version": report.original_version,
                 "dry_run": report.dry_run,
+                "changed": report.receipt is not None,  # this run wrote a generation
                 "notes": list(report.notes),
                 "receipt": None if report.receipt is None else dataclasses.asdict(report.receipt),
             }
@@ -253,10 +282,12 @@ def cmd_export_context(args: argparse.Namespace) -> str:
     from handoff_files.foundation.atomic import write_durable  # noqa: PLC0415 -- imported per command: start-up cost
 
     data = sw4rm.export_context(args.dir)
-    if args.output is None:
-        return data.decode("utf-8") + "\n"
-    write_durable(Path(args.output), data)
-    return to_json({"path": args.output, "bytes": len(data)}) if args.json else f"wrote {args.output}\n"
+    if args.output is not None:
+        write_durable(Path(args.output), data)
+    if args.json:  # the context as a JSON value, beside where its exact bytes went (if anywhere)
+        context = json.loads(data)
+        return to_json({"format": args.target_format, "path": args.output, "bytes": len(data), "context": context})
+    return data.decode("utf-8") + "\n" if args.output is None else f"wrote {args.output}\n"
 
 
 def cmd_doctor(args: argparse.Namespace) -> str:

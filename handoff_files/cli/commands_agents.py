@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from handoff_files.cli.render import to_json
+from handoff_files.cli.machine import to_json
 from handoff_files.foundation.errors import HandoffError, NoHandoffError
 
 __all__ = ["cmd_acknowledge", "cmd_brief", "cmd_hook", "cmd_install", "cmd_mcp"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from handoff_files.cli.render import to_json
+from handoff_files.cli.machine import to_json
 from handoff_files.foundation.errors import HandoffError
 
 __all__ = ["cmd_prune"]

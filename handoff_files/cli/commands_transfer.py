@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from handoff_files.cli.commands import read_input
-from handoff_files.cli.render import one_line, request_detail, request_table, to_json
+from handoff_files.cli.machine import to_json
+from handoff_files.cli.render import one_line, request_detail, request_table
 from handoff_files.foundation.errors import HandoffValidationError
 
 if TYPE_CHECKING:
@@ -46,10 +47,10 @@ def cmd_export(args: argparse.Namespace) -> str:
         summary=args.summary,
     )
     text = descriptor.to_json() + "\n"
-    if args.output is None:
-        return text
-    write_durable(Path(args.output), text.encode("utf-8"))
-    return to_json({"path": args.output, "descriptor": descriptor.model_dump(mode="json")}) if args.json else text
+    if args.output is not None:
+        write_durable(Path(args.output), text.encode("utf-8"))
+    # with or without -o, --json prints the descriptor alone, so it pipes into `handoff adopt -` as the text does
+    return to_json(descriptor.model_dump(mode="json")) if args.json else text
 
 
 def cmd_adopt(args: argparse.Namespace) -> str:

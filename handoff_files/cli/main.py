@@ -30,6 +30,8 @@ EXIT_INTERRUPTED: Final = 130
 Handler = Callable[[argparse.Namespace], str]
 # the commands that take a thread's writers' lock, and so may wait for another writer
 _WRITERS: Final = frozenset({"init", "save", "seal", "migrate", "import", "doctor", "acknowledge"})
+# no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
+_NOT_JSON: Final = frozenset({"mcp", "hook"})
 
 
 def _handler(module: str, name: str) -> Handler:
@@ -57,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+        if name not in _NOT_JSON:
+            p.add_argument("--json", action="store_true", help="print machine-readable JSON (docs/cli-json.md)")
         if name in _WRITERS:
             p.add_argument(
                 "--wait",
@@ -360,9 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI: parse *argv*, call the command's handler, print what it renders.
 
     :param argv: the arguments (default: ``sys.argv[1:]``).
-    :returns: the exit code: 0 ok, 1 a :class:`HandoffError` (one line on stderr), 2 usage
-        (argparse exits with it), 3 a save that committed its generation but left a copy unwritten,
-        130 interrupted (Ctrl-C: one line, no traceback; a write under way finishes or leaves nothing).
+    :returns: the exit code: 0 ok, 1 a :class:`HandoffError` (one line on stderr; with ``--json``,
+        its ``{"error": {"kind", "path", "reason"}}`` on stdout too), 2 usage (argparse exits with it),
+        3 a save that committed its generation but left a copy unwritten, 130 interrupted (Ctrl-C:
+        one line, no traceback; a write under way finishes or leaves nothing).
     """
     try:
         args = build_parser().parse_args(argv)
@@ -371,9 +375,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             output = args.func(args)
         except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
-            from handoff_files.cli.render import one_line  # noqa: PLC0415 -- only an error needs it
+            from handoff_files.cli.machine import report_failure  # noqa: PLC0415 -- only an error needs it
 
-            print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
+            report_failure(exc, machine=getattr(args, "json", False))
             return EXIT_ERROR
         sys.stdout.write(output)
         sys.stdout.flush()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from handoff_files.cli.terminal import (
@@ -36,7 +36,6 @@ __all__ = [
     "request_table",
     "seal_text",
     "timeline",
-    "to_json",
     "validation_errors",
     "validation_records",
     "validation_report",
@@ -52,17 +51,15 @@ def _wrap(text: str, indent: str = "  ", term: Terminal | None = None) -> list[s
     return lines
 
 
-def briefing(restored: Restored, *, term: Terminal | None = None) -> str:
+def briefing(restored: Restored, *, term: Terminal | None = None, transferred: Mapping[str, Any] | None = None) -> str:
     """Render a handoff for a person taking over a shift: story, dangers, next steps, facts, reasons.
 
     :param term: where it goes (default: :func:`terminal`): the width it is wrapped to, and colour.
+    :param transferred: the record a finished transfer left in the thread (``transferred.json``): where it went.
     """
     t = terminal() if term is None else term
     h = restored.handoff
-    seal = seal_text(h) if h.seal is None else short_digest(str(h.seal))
-    head = f"{h.agent_id} / {h.thread_id}, generation {h.generation}, sealed {moment(h.created_at)} ({seal})"
-    out = fit("", head, t, "  ")
-    out += fit("from: ", f"{restored.source} ({restored.path})", t, "  ")
+    out = _head(restored, transferred, t)
     for problem in restored.problems:
         out += fit("note: ", problem, t, "  ")
 
@@ -99,6 +96,21 @@ def briefing(restored: Restored, *, term: Terminal | None = None) -> str:
         if h.context.tool_state:
             out += fit("  tool state: ", ", ".join(sorted(h.context.tool_state)), t, "    ")
     return "\n".join(out) + "\n"
+
+
+def _head(restored: Restored, transferred: Mapping[str, Any] | None, t: Terminal) -> list[str]:
+    """Whose handoff, which generation, when and how it was sealed, where it came from, where the thread went."""
+    h = restored.handoff
+    if restored.source == "rebuilt":  # made from state.json and the journal: no seal, and nothing was migrated
+        sealed = f"created {moment(h.created_at)} (not sealed: rebuilt from state.json and the journal)"
+    else:
+        sealed = f"sealed {moment(h.created_at)} ({seal_text(h) if h.seal is None else short_digest(str(h.seal))})"
+    out = fit("", f"{h.agent_id} / {h.thread_id}, generation {h.generation}, {sealed}", t, "  ")
+    out += fit("from: ", f"{restored.source} ({restored.path})", t, "  ")
+    if transferred is not None:
+        thread = f" (thread {transferred['thread_id']})" if transferred.get("thread_id") else ""
+        out += fit("transferred to: ", f"{transferred['target']}{thread}: this thread is closed", t, "  ")
+    return out
 
 
 def _state_lines(h: Handoff, term: Terminal) -> list[str]:
@@ -184,12 +196,13 @@ def history_table(entries: Iterable[HistoryEntry], *, term: Terminal | None = No
 
 
 def seal_text(handoff: Handoff) -> str:
-    """The seal as ``algorithm:digest``, or what verified an older, migrated file instead."""
+    """The seal as ``algorithm:digest``, or what verified an older, migrated file instead (or that nothing did)."""
     if handoff.seal is not None:
         return str(handoff.seal)
     migrated = handoff.lineage.migrated_from
-    version = migrated.schema_version if migrated is not None else "an older version"
-    return f"{version} checksum over state; migrated in memory"
+    if migrated is None:  # not sealed and not migrated: a handoff rebuilt from state.json and the journal
+        return "no seal"
+    return f"{migrated.schema_version} checksum over state; migrated in memory"
 
 
 def migration_report(report: MigrationReport, *, term: Terminal | None = None) -> str:
@@ -338,8 +351,3 @@ def _refused_detail(r: InboxRequest) -> str:
 def one_line(text: str) -> str:
     """Errors are one line on stderr: a newline in a key or value named in the message is escaped."""
     return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def to_json(value: Any) -> str:
-    """Machine output for ``--json``."""
-    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"

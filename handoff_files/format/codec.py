@@ -144,7 +144,8 @@ def _parse_json_strict(data: bytes, path: str | os.PathLike[str]) -> Any:
     try:
         document = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        msg = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        # some of the stdlib's messages end in "at" ("Unterminated string starting at"): say it once
+        msg = f"invalid JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
         raise HandoffParseError(path, msg) from exc
     except ValueError as exc:
         msg = f"invalid JSON: {exc}"
@@ -168,7 +169,7 @@ def _parse_yaml(data: bytes, path: str | os.PathLike[str]) -> Any:
     try:
         document = YAML(typ="safe", pure=_maybe_deep(data)).load(text)
     except YAMLError as exc:
-        msg = f"invalid YAML: {' '.join(str(exc).split())}"
+        msg = f"invalid YAML: {_yaml_problem(exc)}"
         raise HandoffParseError(path, msg) from exc
     except RecursionError as exc:
         raise HandoffParseError(path, _too_deep()) from exc
@@ -178,6 +179,31 @@ def _parse_yaml(data: bytes, path: str | os.PathLike[str]) -> Any:
         msg = f"invalid YAML value: {type(exc).__name__}: {exc}"
         raise HandoffParseError(path, msg) from exc
     return _check_tree(document, path, yaml=True)
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """ruamel's message on one line, where it is as "at line L, column C", without its note.
+
+    The note is advice to ruamel's API users ("To suppress this check see: https://yaml.dev/…"), and
+    a mark names the parsed text, not the file (``in "<unicode string>"``): neither helps a person.
+    """
+    from ruamel.yaml.error import MarkedYAMLError  # noqa: PLC0415 -- see _parse_yaml
+
+    if not isinstance(exc, MarkedYAMLError):
+        return " ".join(str(exc).split())
+    context, problem = exc.context_mark, exc.problem_mark
+    parts = [exc.context, _at(context) if context is not None and _place(context) != _place(problem) else None]
+    said = " ".join(part for part in parts if part)
+    found = " ".join(part for part in (exc.problem, _at(problem)) if part)
+    return " ".join(": ".join(part for part in (said, found) if part).split())
+
+
+def _place(mark: Any) -> tuple[int, int] | None:
+    return None if mark is None else (mark.line, mark.column)
+
+
+def _at(mark: Any) -> str | None:
+    return None if mark is None else f"at line {mark.line + 1}, column {mark.column + 1}"
 
 
 def _maybe_deep(data: bytes) -> bool:

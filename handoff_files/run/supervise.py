@@ -110,6 +110,7 @@ def supervise(
     """
     store = HandoffStore(thread_dir)
     problems = [
+        "is not a directory: give the thread's directory" if store.path.exists() and not store.path.is_dir() else "",
         "command is empty: give the agent's program and its arguments" if not command else "",
         f"max_restarts must be 0 or more, not {max_restarts}" if max_restarts < 0 else "",
         f"backoff must be 0 or more seconds, not {backoff}" if backoff < 0 else "",

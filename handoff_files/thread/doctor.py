@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from dataclasses import dataclass
@@ -42,6 +43,12 @@ class Finding:
     level: Level
     what: str
     advice: str = ""
+    kind: str = ""  # for a program: fresh, journal, history, primary, mirror, last-save, modes, temps
+
+
+def _tag(findings: list[Finding], since: int, kind: str) -> None:
+    """Give the findings added since index *since* their *kind*."""
+    findings[since:] = [dataclasses.replace(f, kind=f.kind or kind) for f in findings[since:]]
 
 
 def failed(findings: list[Finding]) -> bool:
@@ -92,12 +99,18 @@ def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
         # the journal's lines first: they are set aside by line number, before the doctor appends any
         entries, journal_findings = _check_journal_lines(store, repair=repair)
         newest = _check_generations(store, findings, repair=repair)
-        findings += journal_findings
+        findings += [dataclasses.replace(f, kind="journal") for f in journal_findings]
+        start = len(findings)
         _check_last_save(entries, newest, findings)
+        _tag(findings, start, "last-save")
     else:
-        findings.append(Finding("ok", "no generations yet: nothing has been saved in this thread"))
+        findings.append(Finding("ok", "no generations yet: nothing has been saved in this thread", kind="fresh"))
+    start = len(findings)
     _check_modes(store, findings, repair=repair)
+    _tag(findings, start, "modes")
+    start = len(findings)
     _check_temps(store, findings, repair=repair)
+    _tag(findings, start, "temps")
     return findings
 
 
@@ -110,10 +123,12 @@ def _check_generations(store: HandoffStore, findings: list[Finding], *, repair: 
     # a verified copy of each generation, from history/ first, then the primary, then the journal
     copies, unusable = journal_copies(store, floor, damaged)
     advice = "that save was never acknowledged, or its document is lost"
-    findings += [Finding("warning", what, advice) for what in unusable]
+    findings += [Finding("warning", what, advice, kind="journal") for what in unusable]
     copies |= {sealed.generation: sealed} if sealed else {}
+    start = len(findings)
     _repair_history(store, verified, damaged, copies | verified, findings, repair=repair)
     _report_history(verified, listed=bool(verified or damaged), findings=findings)
+    _tag(findings, start, "history")
     copies |= verified
     newest = copies[max(copies)] if copies else None
     try:
@@ -127,11 +142,16 @@ def _check_generations(store: HandoffStore, findings: list[Finding], *, repair: 
                 "unrepaired" if repair else "error",
                 f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost",
                 "restore() rebuilds it (state exact); save the rebuilt handoff to seal it again",
+                kind="mirror",
             )
         )
         newest = None
+    start = len(findings)
     _check_primary(store, primary, primary_problem, newest, findings, repair=repair)
+    _tag(findings, start, "primary")
+    start = len(findings)
     _check_mirror(store, newest, findings, repair=repair)
+    _tag(findings, start, "mirror")
     return newest
 
 

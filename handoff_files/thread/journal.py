@@ -295,7 +295,11 @@ class Journal:
             problems.append(_torn_problem(self.path).what)
         for raw, entry in self._backwards():
             if entry is None:
-                problems.append(f"{self.path.name}: a damaged line ({raw[:60]!r}…) was skipped")
+                # quoted as text a person can read: undecodable bytes as \xff, control characters escaped
+                text = "".join(
+                    c if c.isprintable() else ascii(c)[1:-1] for c in raw[:60].decode(errors="backslashreplace")
+                )
+                problems.append(f"{self.path.name}: a damaged line was skipped: {text}{'…' if len(raw) > 60 else ''}")
                 continue
             if entry.event in events:
                 return entry, problems

@@ -52,7 +52,7 @@ def test_keep_below_one_is_refused(thread_dir: Path) -> None:
 def test_handoff_prune_on_a_thread_keeps_its_newest_generation_files(
     thread_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from handoff_files.cli.main import main  # noqa: PLC0415
+    from handoff_files.cli.main import main
 
     _thread(thread_dir, 4)
     assert main(["prune", str(thread_dir), "--keep", "2", "--dry-run"]) == 0

@@ -1,0 +1,62 @@
+"""Machine output: the one JSON form every ``--json`` prints (times in UTC with a Z, paths as text, errors as objects).
+
+``docs/cli-json.md`` describes each command's output, and ``schemas/cli/`` holds their JSON Schemas.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+import os
+import sys
+from pathlib import PurePath
+from typing import Any
+
+from handoff_files.cli.render import one_line
+from handoff_files.foundation.clock import iso_z
+from handoff_files.foundation.errors import HandoffError
+
+__all__ = ["error_record", "report_failure", "to_json"]
+
+
+def _plain(value: Any) -> Any:
+    """The JSON form of what ``json`` cannot write itself; anything else is a bug, not a string to guess."""
+    if isinstance(value, dt.datetime):
+        # as a handoff file writes it: UTC, a Z, microseconds only when there are some
+        return iso_z(value, timespec="auto")
+    if isinstance(value, PurePath):
+        return os.fspath(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    msg = f"{type(value).__name__} has no JSON form in handoff's machine output"
+    raise TypeError(msg)
+
+
+def to_json(value: Any) -> str:
+    """Machine output for ``--json``: indented, UTF-8 as it is, keys in the order given, one document."""
+    return json.dumps(value, ensure_ascii=False, indent=2, default=_plain) + "\n"
+
+
+def error_record(exc: HandoffError | OSError) -> dict[str, Any]:
+    """A failed command as ``--json`` prints it: ``{"error": {"kind", "path", "reason"}}``.
+
+    ``kind`` is the exception's class name: the :class:`HandoffError` subclass (``HandoffNotFoundError``,
+    ``ChecksumMismatchError`` …), or for a path the library never got to, the ``OSError``
+    subclass (``PermissionError`` …); ``path`` may be null only then.
+    """
+    if isinstance(exc, HandoffError):
+        path: str | None = exc.path
+        reason = exc.reason
+    else:
+        path = None if exc.filename is None else os.fsdecode(exc.filename)
+        reason = exc.strerror or str(exc)
+    return {"error": {"kind": type(exc).__name__, "path": path, "reason": reason}}
+
+
+def report_failure(exc: HandoffError | OSError, *, machine: bool) -> None:
+    """Say why a command failed: one line on stderr, always; with ``--json``, its record on stdout too."""
+    print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
+    if machine:
+        sys.stdout.write(to_json(error_record(exc)))
+        sys.stdout.flush()
