@@ -31,7 +31,7 @@ Handler = Callable[[argparse.Namespace], str]
 # the commands that take a thread's writers' lock, and so may wait for another writer
 _WRITERS: Final = frozenset({"init", "save", "seal", "migrate", "import", "doctor", "acknowledge"})
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
-_NOT_JSON: Final = frozenset({"mcp", "hook"})
+_NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
 
 
 def _handler(module: str, name: str) -> Handler:
@@ -263,6 +263,13 @@ def _add_agent_commands(add: _Add) -> None:
     p.add_argument("--thread", metavar="DIR", help="the thread (default: PROJECT/.handoff/main)")
     p.add_argument("--executable", default="handoff", metavar="CMD", help="the command to put in (default: handoff)")
     p.add_argument("--dry-run", action="store_true", help="show what would change (as a diff) and write nothing")
+
+    p = add(
+        "completion",
+        _handler("completion", "completion"),
+        'print a shell completion script: eval "$(handoff completion bash)" in ~/.bashrc (zsh: in ~/.zshrc)',
+    )
+    p.add_argument("shell", choices=["bash", "zsh"], help="which shell")
 
 
 def _add_transfer_commands(add: _Add) -> None:

@@ -32,6 +32,7 @@ SCHEMAS: Final = ROOT / "schemas"
 NO_JSON: Final = {
     "mcp": "stdout is the MCP protocol stream (JSON-RPC over stdio), read by the MCP client",
     "hook": "stdout is the coding agent's own hook reply, in the format that agent documents",
+    "completion": "stdout is a shell script, for the shell to evaluate",
 }
 
 SW4RM_CONTEXT: Final = b'{"conversation_history":[{"content":"hi","role":"user"}],"metadata":{},"tool_state":{"k":1}}'
