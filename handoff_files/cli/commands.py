@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from handoff_files.cli.exits import EXIT_UNFINISHED
 from handoff_files.cli.machine import to_json
-from handoff_files.cli.main import EXIT_UNFINISHED
 from handoff_files.cli.render import (
     briefing,
     findings_report,
@@ -138,10 +138,10 @@ def cmd_save(args: argparse.Namespace) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> str:
-    """``handoff show PATH``."""
+    """``handoff show PATH [--generation N]``."""
     from handoff_files.thread.locate import open_handoff  # noqa: PLC0415 -- imported per command: start-up cost
 
-    restored = open_handoff(args.path, assume_version=args.assume_version)
+    restored = open_handoff(args.path, assume_version=args.assume_version, generation=args.generation)
     transferred = None
     if restored.source != "file":  # a thread directory, restored: it may have been handed on
         try:
@@ -303,10 +303,17 @@ def cmd_doctor(args: argparse.Namespace) -> str:
 
 
 def cmd_log(args: argparse.Namespace) -> str:
-    """``handoff log DIR``."""
+    """``handoff log DIR [-n N] [--since WHEN] [--follow]``."""
+    from handoff_files.thread.history import recent  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
 
-    entries, problems = thread_of(args.dir).journal.entries()
+    journal = thread_of(args.dir).journal
+    entries, problems = journal.entries()
+    if args.follow:
+        from handoff_files.cli.commands_history import follow  # noqa: PLC0415 -- only --follow loops
+
+        return follow(args, journal, entries, problems)
+    entries = recent(entries, since=args.since, last=args.lines)
     if args.json:
         return to_json({"entries": [e.brief() for e in entries], "problems": problems})
     return timeline(entries, problems)

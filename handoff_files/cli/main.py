@@ -8,41 +8,28 @@ library modules it uses) is imported when that command runs, so ``handoff --vers
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from handoff_files.cli.arguments import agent, budget, count, positive, seconds, wait
+from handoff_files.cli.agents_parser import add_agent_commands
+from handoff_files.cli.arguments import agent, count, positive, seconds, wait
+from handoff_files.cli.commands_edit import register as add_edit_commands
+from handoff_files.cli.commands_history import register as add_history_commands
+from handoff_files.cli.commands_history import since
+from handoff_files.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from handoff_files.cli.lazy import handler as _handler
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
 
 __all__ = ["build_parser", "main"]
 
-EXIT_OK: Final = 0
-EXIT_ERROR: Final = 1
-#: A save committed its generation, but a copy after the commit point was left unwritten.
-EXIT_UNFINISHED: Final = 3
-#: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
-EXIT_INTERRUPTED: Final = 130
 
-Handler = Callable[[argparse.Namespace], str]
 # the commands that take a thread's writers' lock, and so may wait for another writer
-_WRITERS: Final = frozenset({"init", "save", "seal", "migrate", "import", "doctor", "acknowledge"})
+_WRITERS: Final = frozenset({"init", "save", "seal", "migrate", "import", "doctor", "acknowledge", "edit", "set"})
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
 _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
-
-
-def _handler(module: str, name: str) -> Handler:
-    """The handler ``cmd_<name>`` of ``handoff_files.cli.<module>``, imported only when it runs."""
-
-    def run(args: argparse.Namespace) -> str:
-        handler: Handler = getattr(importlib.import_module(f"handoff_files.cli.{module}"), f"cmd_{name}")
-        return handler(args)
-
-    run.__name__ = f"cmd_{name}"
-    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_context_commands(add)
     _add_transfer_commands(add)
     _add_care_commands(add)
-    _add_agent_commands(add)
+    add_history_commands(add)  # diff
+    add_agent_commands(add)
+    add_edit_commands(add)  # edit, set
     return parser
 
 
@@ -106,6 +95,7 @@ def _add_file_commands(add: _Add) -> None:
     )
     p.add_argument("path", help="thread directory (restored) or handoff file (loaded)")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
+    p.add_argument("--generation", type=positive, metavar="N", help="generation N as history/ keeps it, verified")
 
     p = add(
         "validate",
@@ -170,6 +160,9 @@ def _add_care_commands(add: _Add) -> None:
 
     p = add("log", _handler("commands", "log"), "show the thread's journal as a readable timeline")
     p.add_argument("dir", help="thread directory")
+    p.add_argument("-n", "--lines", type=count, metavar="N", help="only the last N lines")
+    p.add_argument("--since", type=since, metavar="WHEN", help="only lines since WHEN: an ISO 8601 time or 10m, 2h, 1d")
+    p.add_argument("-f", "--follow", action="store_true", help="print each new line as it is written, until Ctrl-C")
 
     p = add(
         "run",
@@ -212,64 +205,6 @@ def _add_care_commands(add: _Add) -> None:
     )
     p.add_argument("--thread", action="append", metavar="ID", help="only this thread id (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, and remove nothing")
-
-
-def _add_agent_commands(add: _Add) -> None:
-    """The subcommands for model agents: a briefing, its acknowledgement, the MCP server, the coding-agent hooks."""
-    p = add(
-        "brief",
-        _handler("commands_agents", "brief"),
-        "the restored handoff written for a model (priorities first), within a budget, with its acknowledgement code",
-    )
-    p.add_argument("dir", help="thread directory")
-    p.add_argument(
-        "--budget", type=budget, default=6000, metavar="N", help="most characters (default 6000, at least 1000)"
-    )
-
-    p = add(
-        "acknowledge",
-        _handler("commands_agents", "acknowledge"),
-        "record that the agent read the current briefing: CODE is the one the briefing ends with",
-    )
-    p.add_argument("dir", help="thread directory")
-    p.add_argument("code", help="the briefing's acknowledgement code (XXXX-XXXX)")
-
-    p = add(
-        "mcp",
-        _handler("commands_agents", "mcp"),
-        "serve a thread's handoffs as MCP tools over stdio (save, restore, acknowledge …); needs handoff-files[mcp]",
-    )
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--thread", metavar="DIR", help="the one thread the tools work on")
-    where.add_argument("--root", metavar="DIR", help="a folder of threads: each call names its thread")
-    p.add_argument("--blobs", metavar="URL", help="blob store for checkpoints (default: $HANDOFF_BLOBS)")
-
-    agents = ["claude-code", "codex", "cursor"]
-    p = add(
-        "hook",
-        _handler("commands_agents", "hook"),
-        "answer a coding agent's hook event (JSON on stdin): brief a starting session, ask for a handoff at a stop",
-    )
-    p.add_argument("agent", choices=agents, help="whose hook format")
-    p.add_argument("--thread", metavar="DIR", help="the thread (default: PROJECT/.handoff/main, from the event's cwd)")
-
-    p = add(
-        "install",
-        _handler("commands_agents", "install"),
-        "add the hooks and the MCP server to a project's settings for a coding agent, keeping what is there",
-    )
-    p.add_argument("agent", choices=agents, help="which coding agent")
-    p.add_argument("--project", default=".", metavar="DIR", help="the project folder (default: .)")
-    p.add_argument("--thread", metavar="DIR", help="the thread (default: PROJECT/.handoff/main)")
-    p.add_argument("--executable", default="handoff", metavar="CMD", help="the command to put in (default: handoff)")
-    p.add_argument("--dry-run", action="store_true", help="show what would change (as a diff) and write nothing")
-
-    p = add(
-        "completion",
-        _handler("completion", "completion"),
-        'print a shell completion script: eval "$(handoff completion bash)" in ~/.bashrc (zsh: in ~/.zshrc)',
-    )
-    p.add_argument("shell", choices=["bash", "zsh"], help="which shell")
 
 
 def _add_transfer_commands(add: _Add) -> None:

@@ -1,19 +1,151 @@
-"""History: the generations a thread keeps, listed newest first, each verified."""
+"""History: what a thread kept — its generations, each verified, the change between two, and its journal by time."""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from handoff_files.format.loader import load
+from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffNotFoundError,
+    NoHandoffError,
 )
+from handoff_files.thread.edits import layers_diff
+from handoff_files.thread.journal import DOCUMENT, Entry
 from handoff_files.thread.layout import MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import HistoryEntry
 
-__all__ = ["list_history"]
+__all__ = [
+    "GenerationDiff",
+    "GenerationNotFoundError",
+    "diff_generations",
+    "find_generation",
+    "list_history",
+    "load_generation",
+    "recent",
+]
+
+
+class GenerationNotFoundError(HandoffNotFoundError):
+    """``history/`` holds no file for the generation asked for: pruned, removed, or not written yet.
+
+    :param generation: the generation asked for (also named in the reason).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str, generation: int) -> None:
+        super().__init__(path, reason)
+        self.generation = generation
+
+    def __reduce__(self) -> tuple[type[HandoffError], tuple[object, ...]]:
+        # the generation is not among OSError's args: pass it back explicitly so the error pickles whole
+        return (type(self), (self.path, self.reason, self.generation))
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationDiff:
+    """The change to the layers from one generation to another (``before`` None: nothing came before)."""
+
+    before: int | None
+    after: int
+    text: str  # a unified diff of the layers' JSON, keys sorted; empty when nothing changed
+
+    @property
+    def changed(self) -> bool:
+        """Whether any layer differs (the envelope always does, and is left out)."""
+        return bool(self.text)
+
+
+def find_generation(layout: ThreadDir, generation: int) -> Path:
+    """The file ``history/`` keeps generation *generation* in (not yet verified). Reads only.
+
+    :raises GenerationNotFoundError: if ``history/`` holds no file for it (pruned, or never written).
+    """
+    listing = layout.generations()
+    name = next((name for number, name in listing if number == generation), None)
+    if name is not None:
+        return layout.history_dir / name
+    newest = listing[0][0] if listing else 0
+    if generation > newest:
+        what = f"the newest is {newest}" if newest else "it holds none"
+        msg = f"holds no generation {generation}: {what} (`handoff history` lists them)"
+    else:
+        msg = (
+            f"holds no generation {generation}: pruned, or its file was removed "
+            "(`handoff history` lists the generations kept)"
+        )
+    raise GenerationNotFoundError(layout.history_dir, msg, generation)
+
+
+def load_generation(layout: ThreadDir, generation: int) -> Handoff:
+    """Generation *generation* as ``history/`` keeps it, verified. Reads only.
+
+    :raises GenerationNotFoundError: if ``history/`` holds no file for it (pruned, or never written).
+    :raises HandoffError: the loader's own subclass (``ChecksumMismatchError`` …) if its file does
+        not verify, its reason naming the generation.
+    """
+    path = find_generation(layout, generation)
+    try:
+        return load(path, follow_symlinks=False)
+    except HandoffError as exc:
+        # the same class, so a caller (and `--json`'s kind) still tells corrupt from invalid; every
+        # HandoffError subclass takes (path, reason)
+        msg = f"generation {generation} does not verify: {exc.reason}"
+        raise type(exc)(exc.path, msg) from exc
+
+
+def diff_generations(layout: ThreadDir, before: int | None = None, after: int | None = None) -> GenerationDiff:
+    """What changed in the layers from generation *before* to *after*, both from ``history/``, verified. Reads only.
+
+    :param before: the older generation (default: the one before *after*; for generation 1,
+        nothing: every layer reads as added).
+    :param after: the newer generation (default: the newest in ``history/``).
+    :raises NoHandoffError: if *after* is not given and ``history/`` holds no generation.
+    :raises HandoffError: as :func:`load_generation` does, for either.
+    """
+    if after is None:
+        after = layout.newest_generation()
+        if after == 0:
+            msg = "holds no generation to compare: save one first"
+            raise NoHandoffError(layout.history_dir, msg)
+    if before is None and after > 1:
+        before = after - 1
+    old = None if before is None else load_generation(layout, before)
+    new = load_generation(layout, after)
+    old_name = "(nothing before generation 1)" if before is None else f"generation {before}"
+    return GenerationDiff(before, after, layers_diff(old, new, old_name, f"generation {after}"))
+
+
+def recent(entries: Sequence[Entry], *, since: dt.datetime | None = None, last: int | None = None) -> list[Entry]:
+    """The journal entries at or after *since*, and of those the *last* few; oldest first, as given.
+
+    A journal-first save's document line is not counted as a line of its own: it goes with the
+    save line after it. An entry whose time does not read is left out by *since*.
+
+    :param since: an aware time (None: from the start).
+    :param last: how many lines, counted from the end (None: all; 0: none).
+    """
+    kept = [e for e in entries if since is None or _at_or_after(e.at, since)]
+    if last is None:
+        return kept
+    lines = [i for i, e in enumerate(kept) if e.event != DOCUMENT]
+    start = len(kept) if last == 0 else lines[-last] if last <= len(lines) else 0
+    if 0 < start < len(kept) and kept[start - 1].event == DOCUMENT:
+        start -= 1  # the document the first kept save line commits
+    return kept[start:]
+
+
+def _at_or_after(at: str, since: dt.datetime) -> bool:
+    try:
+        moment = dt.datetime.fromisoformat(at)
+    except ValueError:
+        return False
+    return moment.tzinfo is not None and moment >= since
 
 
 def list_history(layout: ThreadDir, primary: Path) -> list[HistoryEntry]:

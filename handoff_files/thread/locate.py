@@ -9,6 +9,7 @@ from typing import Any
 from handoff_files.format.loader import load
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.foundation.names import check_id
+from handoff_files.thread.history import find_generation, load_generation
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.results import MigrationReport, Restored
 from handoff_files.thread.settings import choose_format
@@ -36,12 +37,20 @@ def thread_of(path: str | os.PathLike[str], **options: Any) -> HandoffStore:
     return store
 
 
-def open_handoff(path: str | os.PathLike[str], *, assume_version: str | None = None) -> Restored:
+def open_handoff(
+    path: str | os.PathLike[str], *, assume_version: str | None = None, generation: int | None = None
+) -> Restored:
     """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
 
-    :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do.
+    :param generation: read this generation of the thread at *path* (its directory or primary)
+        from ``history/`` instead, verified: no recovery ladder, never another generation.
+    :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do, or
+        :func:`~handoff_files.thread.history.load_generation` with *generation*.
     """
     target = Path(path)
+    if generation is not None:
+        layout = thread_of(target).layout
+        return Restored(load_generation(layout, generation), "history", find_generation(layout, generation))
     if target.is_dir():
         return HandoffStore(target).restore()
     if not target.exists():

@@ -90,8 +90,16 @@ class World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> World:
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     """A fresh world per command: each may change what it runs on (seal, migrate, acknowledge …)."""
+    # `handoff edit`'s editor: a real program that appends a warning to the layers it is given
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import json, sys\npath = sys.argv[1]\ndoc = json.load(open(path))\n"
+        "doc['warnings'].append({'text': 'edited by hand'})\njson.dump(doc, open(path, 'w'))\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("VISUAL", f"{sys.executable} {editor}")
     alpha = tmp_path / "alpha"
     store = HandoffStore(alpha)
     store.save({"narrative": "Ported half the importer.", "priorities": [{"task": "port it", "urgency": "first"}]})
@@ -197,6 +205,12 @@ CASES: Final = {
     "log": Case("log", "log", lambda w: ["log", str(w.alpha)]),
     "run": Case("run", "run", lambda w: ["run", str(w.alpha), "--", sys.executable, "-c", ACKNOWLEDGING_AGENT]),
     "history": Case("history", "history", lambda w: ["history", str(w.alpha)]),
+    "diff": Case("diff", "diff", lambda w: ["diff", str(w.alpha)]),
+    "edit": Case("edit", "edit", lambda w: ["edit", str(w.alpha)]),
+    "set": Case("set", "set", lambda w: ["set", str(w.alpha), "state.data.ported=12"]),
+    "set-dry-run": Case("set", "set", lambda w: ["set", str(w.alpha), "narrative=Done.", "--dry-run"]),
+    "show-generation": Case("show", "show", lambda w: ["show", str(w.alpha), "--generation", "1"]),
+    "log-last": Case("log", "log", lambda w: ["log", str(w.alpha), "-n", "1", "--since", "1d"]),
     "prune-thread": Case("prune", "prune", lambda w: ["prune", str(w.alpha), "--keep", "1", "--dry-run"]),
     "prune-langgraph": Case("prune", "prune", lambda w: ["prune", _graphs(w), "--keep", "1"]),
     "brief": Case("brief", "brief", lambda w: ["brief", str(w.alpha)]),
@@ -230,6 +244,7 @@ FAILURES: Final[dict[str, Argv]] = {
     "no-content-file": lambda w: ["save", str(w.alpha), w.path("nope.json")],
     "bad-code": lambda w: ["acknowledge", str(w.alpha), "AAAA-AAAA"],
     "bad-request-id": lambda w: ["inbox", str(w.inbox), "status", "ffff"],
+    "missing-generation": lambda w: ["diff", str(w.alpha), "7"],
 }
 
 
