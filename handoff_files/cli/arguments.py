@@ -30,16 +30,22 @@ def positive(text: str) -> int:
     return value
 
 
-def seconds(text: str) -> float:
-    """A duration: a finite number of seconds, more than 0 (``nan`` and ``inf`` are refused)."""
+def _finite(text: str, *, zero: bool) -> float:
+    """A finite number of seconds, more than 0 (or 0 or more, with *zero*); ``nan`` and ``inf`` are refused."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        msg = f"expected a number of seconds more than 0, not {text!r}"
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        least = "0 or more" if zero else "more than 0"
+        msg = f"expected a number of seconds {least}, not {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return value
+
+
+def seconds(text: str) -> float:
+    """A duration: a finite number of seconds, more than 0."""
+    return _finite(text, zero=False)
 
 
 def agent(text: str) -> str:
@@ -65,11 +71,4 @@ def budget(text: str) -> int:
 
 def wait(text: str) -> float:
     """How long to wait for the writers' lock: finite seconds, 0 or more (0: fail at once)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        msg = f"expected a number of seconds, 0 or more, not {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+    return _finite(text, zero=True)

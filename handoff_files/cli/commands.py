@@ -52,16 +52,7 @@ __all__ = [
 
 def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str, *, changed: bool | None = None) -> str:
     """A save's receipt: JSON (with ``changed`` where a command may write nothing), or a line for a person."""
-    if receipt.unfinished:
-        # committed: the generation exists; saying "failed" would invite a retry, a second generation
-        args.exit_code = EXIT_UNFINISHED
-        for what in receipt.unfinished:
-            told = f"handoff: {verb} generation {receipt.generation}, but left unfinished: {one_line(what)}"
-            print(told, file=sys.stderr)
-        print(
-            f"handoff: do not save again; `handoff doctor --repair {receipt.path.parent}` writes what is missing",
-            file=sys.stderr,
-        )
+    tell_unfinished(receipt, args, verb)
     if args.json:
         return to_json(dataclasses.asdict(receipt) | ({} if changed is None else {"changed": changed}))
     if changed is False:
@@ -72,6 +63,21 @@ def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str, *, chang
 
 
 STDIN = "<stdin>"
+
+
+def tell_unfinished(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> None:
+    """A committed save with a copy left unwritten: exit 3, one line per copy, and say not to save again."""
+    if not receipt.unfinished:
+        return
+    # committed: the generation exists; saying "failed" would invite a retry, a second generation
+    args.exit_code = EXIT_UNFINISHED
+    for what in receipt.unfinished:
+        told = f"handoff: {verb} generation {receipt.generation}, but left unfinished: {one_line(what)}"
+        print(told, file=sys.stderr)
+    print(
+        f"handoff: do not save again; `handoff doctor --repair {receipt.path.parent}` writes what is missing",
+        file=sys.stderr,
+    )
 
 
 def lock_options(args: argparse.Namespace) -> dict[str, Any]:

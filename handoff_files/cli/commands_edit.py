@@ -206,33 +206,19 @@ def _lock_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _receipt_record(receipt: SaveReceipt | None, args: argparse.Namespace, verb: str) -> dict[str, Any] | None:
     """The receipt for ``--json`` (null when nothing was saved), telling an unfinished save on stderr."""
+    from handoff_files.cli.commands import tell_unfinished  # noqa: PLC0415 -- imported per command
+
     if receipt is None:
         return None
-    _tell_unfinished(receipt, args, verb)
+    tell_unfinished(receipt, args, verb)
     return dataclasses.asdict(receipt)
 
 
 def _receipt_line(receipt: SaveReceipt, args: argparse.Namespace, verb: str, what: str) -> str:
+    from handoff_files.cli.commands import tell_unfinished  # noqa: PLC0415 -- imported per command
     from handoff_files.cli.terminal import short_digest  # noqa: PLC0415 -- imported per command
 
-    _tell_unfinished(receipt, args, verb)
+    tell_unfinished(receipt, args, verb)
     lines = [f"{verb} generation {receipt.generation}, {what}, to {receipt.path} ({short_digest(receipt.checksum)})"]
     lines += [f"note: {problem}" for problem in receipt.problems]
     return "\n".join(lines) + "\n"
-
-
-def _tell_unfinished(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -> None:
-    """A committed save with a copy left unwritten: exit 3, and say not to save again (as ``save`` does)."""
-    if not receipt.unfinished:
-        return
-    from handoff_files.cli.exits import EXIT_UNFINISHED  # noqa: PLC0415 -- imported per command
-    from handoff_files.cli.render import one_line  # noqa: PLC0415 -- imported per command
-
-    args.exit_code = EXIT_UNFINISHED  # the generation exists: "failed" would invite a second one
-    for what in receipt.unfinished:
-        told = f"handoff: {verb} generation {receipt.generation}, but left unfinished: {one_line(what)}"
-        print(told, file=sys.stderr)
-    print(
-        f"handoff: do not save again; `handoff doctor --repair {receipt.path.parent}` writes what is missing",
-        file=sys.stderr,
-    )

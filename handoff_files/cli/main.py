@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from handoff_files.cli.agents_parser import add_agent_commands
+from handoff_files.cli.agents_parser import Add, add_agent_commands
 from handoff_files.cli.arguments import agent, count, positive, seconds, wait
 from handoff_files.cli.commands_edit import register as add_edit_commands
 from handoff_files.cli.commands_history import register as add_history_commands
@@ -69,10 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_Add = Callable[[str, Callable[[argparse.Namespace], str], str], argparse.ArgumentParser]
-
-
-def _add_file_commands(add: _Add) -> None:
+def _add_file_commands(add: Add) -> None:
     """The subcommands that write, read, verify, seal and migrate a thread's handoffs."""
     p = add("init", _handler("commands", "init"), "create a thread directory (mode 0700) ready for saves")
     p.add_argument("dir", help="thread directory")
@@ -125,7 +122,7 @@ def _add_id_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-id", type=agent, metavar="ID", help="the agent's id (default: the thread's)")
 
 
-def _add_context_commands(add: _Add) -> None:
+def _add_context_commands(add: Add) -> None:
     """The subcommands that convert a thread's context block to and from another framework's (SW4RM's)."""
     p = add(
         "import",
@@ -148,7 +145,7 @@ def _add_context_commands(add: _Add) -> None:
     p.add_argument("-o", "--output", help="write exactly these bytes, durably, to FILE instead of stdout")
 
 
-def _add_care_commands(add: _Add) -> None:
+def _add_care_commands(add: Add) -> None:
     """The subcommands that look after a thread: check and repair it, read its journal, run its agent, list it."""
     p = add(
         "doctor",
@@ -207,7 +204,7 @@ def _add_care_commands(add: _Add) -> None:
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, and remove nothing")
 
 
-def _add_transfer_commands(add: _Add) -> None:
+def _add_transfer_commands(add: Add) -> None:
     """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""
     blobs_help = "blob store: a folder or an fsspec URL such as s3://bucket/prefix (default: $HANDOFF_BLOBS)"
     p = add(
@@ -234,7 +231,7 @@ def _add_transfer_commands(add: _Add) -> None:
     _add_inbox_commands(add)
 
 
-def _add_inbox_commands(add: _Add) -> None:
+def _add_inbox_commands(add: Add) -> None:
     """``handoff inbox DIR ACTION``: the request lifecycle between agents, one action per inbox call."""
     p = add(
         "inbox",
