@@ -83,6 +83,10 @@ def _normalise(line: str) -> str:
     # the arguments as the call was entered: what a temp name's random part, an address or a time
     # stamp in the data looked like differs from run to run
     line = _TEMP_NAME.sub(".R.tmp", line)
+    if line.startswith(("pwrite64(", "pread64(")):
+        # the lock's holder record (foundation/lock.py): its pid's digit count shifts where strace
+        # cuts the string, so the data is not compared, only the call
+        line = re.sub(r'"(?:[^"\\]|\\.)*"(?:\.\.\.)?', '"…"', line)
     line = re.sub(r"0x[0-9a-f]+", "0x?", line)
     line = re.sub(r"\d", "9", line)
     line = line.split(" <unfinished", 1)[0]

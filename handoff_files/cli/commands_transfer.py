@@ -41,7 +41,7 @@ def cmd_export(args: argparse.Namespace) -> str:
 
     descriptor = handoff_checkpoint(
         thread_of(args.dir),
-        blobs=open_blobs(args.blobs),
+        blobs=open_blobs(args.blobs, shared=args.shared),
         generation=args.generation,
         to_agent=args.to,
         summary=args.summary,
@@ -59,7 +59,9 @@ def cmd_adopt(args: argparse.Namespace) -> str:
     from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
 
     data, _ = read_input(args.descriptor)
-    result = adopt_checkpoint(data, args.new_dir, blobs=open_blobs(args.blobs), agent_id=args.agent_id)
+    result = adopt_checkpoint(
+        data, args.new_dir, blobs=open_blobs(args.blobs, shared=args.shared), agent_id=args.agent_id
+    )
     if args.json:
         return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt)})
     return (
@@ -82,7 +84,7 @@ def cmd_inbox_list(args: argparse.Namespace) -> str:
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- imported per command: start-up cost
 
-    inbox = HandoffInbox(args.dir)
+    inbox = HandoffInbox(args.dir, shared=args.shared)
     records = inbox.list_handoffs(to_agent=args.agent, status=None if args.all else HandoffStatus.PENDING)
     if args.json:
         return to_json(
@@ -99,7 +101,7 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
     )
 
     descriptor = None if args.descriptor is None else read_input(args.descriptor)[0]
-    inbox = HandoffInbox(args.dir, registry=args.registry)
+    inbox = HandoffInbox(args.dir, registry=args.registry, shared=args.shared)
     if args.to is None and inbox.registry is None:
         msg = "name the agent asked with --to: this inbox has no agent registry (--registry) to route the request by"
         raise HandoffValidationError(inbox.path, msg)
@@ -123,7 +125,7 @@ def cmd_inbox_accept(args: argparse.Namespace) -> str:
     """``handoff inbox DIR accept ID`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    inbox = HandoffInbox(args.dir)
+    inbox = HandoffInbox(args.dir, shared=args.shared)
     return _request(inbox.accept_handoff(inbox.resolve_id(args.handoff_id)), args)
 
 
@@ -131,7 +133,7 @@ def cmd_inbox_reject(args: argparse.Namespace) -> str:
     """``handoff inbox DIR reject ID --reason R`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    inbox = HandoffInbox(args.dir)
+    inbox = HandoffInbox(args.dir, shared=args.shared)
     return _request(inbox.reject_handoff(inbox.resolve_id(args.handoff_id), args.reason), args)
 
 
@@ -139,7 +141,7 @@ def cmd_inbox_complete(args: argparse.Namespace) -> str:
     """``handoff inbox DIR complete ID`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    inbox = HandoffInbox(args.dir)
+    inbox = HandoffInbox(args.dir, shared=args.shared)
     return _request(inbox.complete_handoff(inbox.resolve_id(args.handoff_id)), args)
 
 
@@ -147,5 +149,5 @@ def cmd_inbox_status(args: argparse.Namespace) -> str:
     """``handoff inbox DIR status ID`` (ID: a unique prefix will do)."""
     from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
 
-    inbox = HandoffInbox(args.dir)
+    inbox = HandoffInbox(args.dir, shared=args.shared)
     return _request(inbox.require_handoff(inbox.resolve_id(args.handoff_id)), args)

@@ -207,6 +207,7 @@ def _add_care_commands(add: Add) -> None:
 def _add_transfer_commands(add: Add) -> None:
     """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""
     blobs_help = "blob store: a folder or an fsspec URL such as s3://bucket/prefix (default: $HANDOFF_BLOBS)"
+    shared_help = "a folder --blobs in group-shared mode: folders it creates 2770, blobs 0660"
     p = add(
         "export",
         _handler("commands_transfer", "export"),
@@ -215,6 +216,7 @@ def _add_transfer_commands(add: Add) -> None:
     p.add_argument("dir", help="thread directory")
     p.add_argument("--to", type=agent, metavar="AGENT", help="the agent meant to adopt it")
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
+    p.add_argument("--shared", action="store_true", help=shared_help)
     p.add_argument("--generation", type=positive, metavar="N", help="which generation (default: the newest verified)")
     p.add_argument("--summary", help="a line for the receiver (default: the narrative's first sentence, next step)")
     p.add_argument("-o", "--output", help="also write the descriptor, durably, to FILE")
@@ -227,6 +229,7 @@ def _add_transfer_commands(add: Add) -> None:
     p.add_argument("descriptor", help="descriptor file (JSON), or - for stdin")
     p.add_argument("new_dir", help="the new thread's directory (missing or empty)")
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
+    p.add_argument("--shared", action="store_true", help=shared_help)
     p.add_argument("--agent-id", type=agent, help="the adopting agent (default: the directory name)")
     _add_inbox_commands(add)
 
@@ -239,12 +242,15 @@ def _add_inbox_commands(add: Add) -> None:
         "ask another agent to take work over, and answer such requests (an inbox folder)",
     )
     p.add_argument("dir", metavar="DIR", help="the inbox folder shared by the agents (created on the first request)")
+    shared_help = "group-shared mode: create folders 2770 and files 0660 (agents as different users in one group)"
+    p.add_argument("--shared", action="store_true", help=shared_help)
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
         q = actions.add_parser(name, help=help_text, description=help_text)
         # SUPPRESS: given before or after ACTION, --json is kept (a subparser's default would reset it)
         q.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
+        q.add_argument("--shared", action="store_true", default=argparse.SUPPRESS, help=shared_help)
         q.set_defaults(func=func)
         return q
 

@@ -97,7 +97,7 @@ def _temp_beside(path: Path) -> tuple[int, str]:
 Stamp = tuple[int, int]
 
 
-def write_durable(path: Path, data: bytes, *, sync: bool = True) -> Stamp:
+def write_durable(path: Path, data: bytes, *, sync: bool = True, mode: int = 0o600) -> Stamp:
     """Write *data* to *path* atomically and durably; return only when it is on disk.
 
     Temp file in the same directory (mode 0600) → write every byte → fsync → put it in place
@@ -109,6 +109,8 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> Stamp:
     :param sync: False skips both fsyncs: still atomic for readers, but a crash may lose the
         file or leave it empty. Only for copies whose content is already durable elsewhere
         (a journal-first save's files).
+    :param mode: the file's mode, set on the temp file before it is put in place (whatever the
+        umask), so a reader never meets the new file unreadable: 0600 unless a group shares it.
     :returns: the file's :data:`Stamp` as written (a rename does not change it).
     :raises HandoffWriteError: on any OS error, naming the path and the errno.
     """
@@ -120,6 +122,8 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True) -> Stamp:
     replaced = False
     try:
         try:
+            if mode != 0o600:
+                os.fchmod(fd, mode)
             write_all(fd, data)
             # fsync the data before the rename: otherwise a crash can leave the new name on empty blocks
             if sync:

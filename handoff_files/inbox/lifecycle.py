@@ -68,6 +68,11 @@ class HandoffInbox:
     :param clock: returns the current time as an aware datetime (default: the system's, in UTC);
         every process sharing the inbox must agree on it, as expiry is judged by it.
     :param lock_timeout: seconds a change waits for the lock.
+    :param shared: group-shared mode, for agents running as different users in one group: what the
+        inbox creates is 0770 with setgid (folders, so files take the folder's group) and 0660 (request
+        files, ``.lock``), whatever the umask. It applies to what is created: an existing folder or
+        ``.lock`` narrower than that is refused on the first write, naming it and the ``chmod`` to run.
+        Default: private, 0700 and 0600; modes are never widened unasked.
     :raises CapabilityError: if the registry file cannot be read.
     """
 
@@ -78,9 +83,10 @@ class HandoffInbox:
         registry: AgentRegistry | str | os.PathLike[str] | None = None,
         clock: Callable[[], dt.datetime] | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        shared: bool = False,
     ) -> None:
         self.path = Path(directory).absolute()
-        self._files = RequestFiles(self.path, lock_timeout=lock_timeout)
+        self._files = RequestFiles(self.path, lock_timeout=lock_timeout, shared=shared)
         self.requests_dir = self._files.requests_dir
         self.registry = AgentRegistry.load(registry) if isinstance(registry, str | os.PathLike) else registry
         self._clock = clock or utc_now
@@ -339,7 +345,11 @@ class HandoffInbox:
     # -- the inbox itself ------------------------------------------------------------------------
 
     def ensure(self) -> None:
-        """Create the inbox and ``requests/`` (0700, durably) or raise HandoffWriteError; clear dead writers' temps."""
+        """Create the inbox and ``requests/`` durably (0700, or shared 2770); clear dead writers' temps.
+
+        :raises HandoffWriteError: if they cannot be created.
+        :raises HandoffError: if shared and an existing folder is narrower (naming the ``chmod`` to run).
+        """
         self._files.ensure()
 
     def now(self) -> dt.datetime:

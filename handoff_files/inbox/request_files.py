@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from handoff_files.format.codec import parse_json, render
 from handoff_files.format.loader import describe
-from handoff_files.foundation.atomic import fsync_dir, read_bytes, write_durable
+from handoff_files.foundation.atomic import fsync_dir, read_bytes
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffNotFoundError,
@@ -20,7 +20,8 @@ from handoff_files.foundation.errors import (
     HandoffWriteError,
     UnknownRequestError,
 )
-from handoff_files.foundation.lock import WriterLock
+from handoff_files.foundation.lock import LOCK_NAME, WriterLock
+from handoff_files.foundation.shared_mode import check_shared, create_file, make_dir, write_durable_mode
 from handoff_files.inbox.request import InboxRequest
 
 __all__ = ["MAX_REQUEST_BYTES", "REQUESTS_DIR", "RequestFiles"]
@@ -43,10 +44,14 @@ class RequestFiles:
 
     :param path: the inbox directory.
     :param lock_timeout: seconds a writer waits for the lock on ``<path>/.lock``.
+    :param shared: group-shared mode (see :mod:`~handoff_files.foundation.shared_mode`): what it
+        creates is 0770 with setgid (folders) or 0660 (request files, the lock file); without it,
+        0700 and 0600. An existing folder or lock file narrower than that is refused, never widened.
     """
 
-    def __init__(self, path: Path, *, lock_timeout: float) -> None:
+    def __init__(self, path: Path, *, lock_timeout: float, shared: bool = False) -> None:
         self.path = path
+        self.shared = shared
         self.requests_dir = path / REQUESTS_DIR
         self.lock = WriterLock(path, timeout=lock_timeout)
         self._ready = False
@@ -121,7 +126,9 @@ class RequestFiles:
 
         Call while holding :attr:`lock`.
         """
-        write_durable(self.file(record.handoff_id), self.render(record) if data is None else data)
+        write_durable_mode(
+            self.file(record.handoff_id), self.render(record) if data is None else data, shared=self.shared
+        )
 
     def render(self, record: InboxRequest) -> bytes:
         """The file's bytes for *record*: indented JSON a person can read.
@@ -139,18 +146,35 @@ class RequestFiles:
         return data
 
     def ensure(self) -> None:
-        """Create the inbox and ``requests/`` (0700, durably) or raise HandoffWriteError; clear dead writers' temps."""
+        """Create the inbox and ``requests/`` durably, or raise HandoffWriteError; clear dead writers' temps.
+
+        Folders are 0700, or (shared) 0770 with setgid and the lock file 0660, whatever the umask.
+
+        :raises HandoffError: if shared and an existing folder or lock file is narrower than that
+            (naming it and the ``chmod`` to run).
+        """
         if self._ready:
             return
         try:
             if self.requests_dir.is_symlink():
                 msg = "is a symbolic link; an inbox's files are never written outside it"
                 raise HandoffError(self.requests_dir, msg)
+            if self.shared:
+                for existing in (self.path, self.requests_dir, self.path / LOCK_NAME):
+                    check_shared(existing)
             for directory in (self.path, self.requests_dir):
                 if not directory.is_dir():
-                    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    if self.shared:
+                        # folders above the inbox are made as mkdir -p makes them (the umask's mode)
+                        directory.parent.mkdir(parents=True, exist_ok=True)
+                        make_dir(directory, shared=True)
+                    else:
+                        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
                     # fsync the parent: a new folder is not durable until its entry is
                     fsync_dir(directory.parent)
+            if self.shared:
+                # the lock opens its file 0600 (under the umask): make it first, so every member can lock
+                create_file(self.path / LOCK_NAME, shared=True)
             with self.lock.held():
                 # a writer SIGKILLed between its temp file and the rename leaves the temp: ours to clear
                 for name in os.listdir(self.requests_dir):

@@ -133,9 +133,11 @@ def supervise(
     )
     with run.signals.catching():
         try:
-            return run.run()
+            result = run.run()
         finally:
             run.stop_agent()  # whatever went wrong, the agent and its group never outlive the supervisor
+    run.note(f"handoff run ended (exit {result.exit_code}): {result.reason}", exit_code=result.exit_code)
+    return result
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -202,6 +204,7 @@ class _Supervisor:
                 f"{why}; restarting in {delay:.2g} s from generation {self.generation} "
                 f"(restart {self.restarts} of {self.policy.max_restarts})"
             )
+            self.note(f"handoff run: {why}; restart {self.restarts}", restart=self.restarts)
             self._tell_restore(restored)
             if not self._sleep(delay):
                 return self._stopped_by_signal(None)
@@ -306,7 +309,19 @@ class _Supervisor:
             return f"cannot start the agent {self.command[0]!r}: {exc.strerror or exc}"
         wait = f"; it has {self.policy.ack_timeout:g} s to acknowledge it" if restored is not None else ""
         self.report(f"started the agent (pid {self.proc.pid}) on generation {self.generation}{wait}")
+        self.note(f"handoff run started the agent (pid {self.proc.pid}) on generation {self.generation}",
+                     pid=self.proc.pid, on_generation=self.generation)  # fmt: skip
         return self.proc
+
+    def note(self, summary: str, **fields: object) -> None:
+        """Note a start, a death and restart, or the end in the thread's journal (``handoff log`` shows them).
+
+        Best effort, and never waiting long: the agent may hold the writers' lock mid-save.
+        """
+        try:
+            HandoffStore(self.store.path, lock_timeout=2.0).note("run", summary, **fields)
+        except HandoffError as exc:
+            self.report(f"could not note it in the journal: {exc.reason}")
 
     def _watch(self, proc: subprocess.Popen[bytes], ack: AckCheck | None) -> _Outcome:
         """Wait until the agent exits, misses its acknowledgement, or a signal arrives."""

@@ -58,13 +58,15 @@ class BlobStore(Protocol):
         ...
 
 
-def open_blobs(location: str | os.PathLike[str] | None = None) -> BlobStore:
+def open_blobs(location: str | os.PathLike[str] | None = None, *, shared: bool = False) -> BlobStore:
     """The blob store at *location*: a folder, or any fsspec URL (``s3://bucket/prefix``, ``gcs://…``).
 
     fsspec is imported only for a URL. Options for the remote filesystem come from fsspec's own
     configuration (for S3, the usual AWS variables, and ``FSSPEC_S3_ENDPOINT_URL`` for an S3-compatible server).
 
     :param location: default: the ``HANDOFF_BLOBS`` environment variable.
+    :param shared: for a folder, group-shared mode (see :class:`LocalBlobStore`); a URL's permissions
+        are the remote store's own, and this changes nothing there.
     :raises BlobError: if no location is given or set.
     """
     text = os.fspath(location) if location is not None else os.environ.get(BLOBS_ENV, "")
@@ -75,4 +77,4 @@ def open_blobs(location: str | os.PathLike[str] | None = None) -> BlobStore:
         from handoff_files.transfers.remote import FsspecBlobStore  # noqa: PLC0415 -- only remote stores pay for fsspec
 
         return FsspecBlobStore(text)
-    return LocalBlobStore(text.removeprefix("file://"))
+    return LocalBlobStore(text.removeprefix("file://"), shared=shared)

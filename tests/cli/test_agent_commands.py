@@ -93,6 +93,10 @@ def test_handoff_run_require_code_passes_an_agent_that_read_its_briefing(
     result = json.loads(done.stdout[done.stdout.index("{") :])  # after the agent's own lines
     assert (result["acknowledged"], result["with_code"]) == (1, 1)
     assert "resumed from generation 2 with the code" in done.stderr
+    # the supervisor's story is in the journal too, so `handoff log` shows it beside the agent's saves
+    runs = [entry.summary for entry in Journal(thread).entries()[0] if entry.event == "run"]
+    assert runs[0].startswith("handoff run started the agent (pid ")
+    assert runs[-1].startswith("handoff run ended (exit 0): the agent finished")
 
 
 def test_handoff_run_require_code_catches_an_agent_that_skipped_its_briefing(
