@@ -31,7 +31,6 @@ __all__ = [
     "stray_temps",
     "write_all",
     "write_durable",
-    "write_durable_together",
 ]
 
 #: Our temp files: ``.<target name>.<random>.tmp`` beside the target.
@@ -150,42 +149,6 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True, mode: int = 0o6
                 os.unlink(tmp)
         raise
     return (st.st_size, st.st_mtime_ns)
-
-
-def write_durable_together(files: list[tuple[Path, bytes]], *, sync: bool = True) -> None:
-    """Write several files of one directory atomically and durably, with a single directory fsync.
-
-    Each file is written to its own temp file and fsynced; then all are renamed in the order
-    given, and the directory is fsynced once. Each file, read alone, is old or new, never a mix.
-    *sync* as :func:`write_durable`'s.
-
-    :raises HandoffWriteError: on any OS error; temp files not yet renamed are removed.
-    """
-    directory = files[0][0].parent
-    temps: list[tuple[str, Path]] = []
-    try:
-        for path, data in files:
-            fd, tmp = _temp_beside(path)
-            temps.append((tmp, path))
-            try:
-                write_all(fd, data)
-                if sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-        while temps:
-            tmp, path = temps[0]
-            put_in_place(tmp, path)
-            temps.pop(0)
-        if sync:
-            fsync_dir(directory)
-    except OSError as exc:
-        for tmp, _ in temps:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        where = temps[0][1] if temps else directory
-        msg = f"write failed: {exc.strerror or exc}"
-        raise HandoffWriteError(where, msg) from exc
 
 
 def stray_temps(directory: Path) -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, render
@@ -26,6 +26,8 @@ from handoff_files.thread.results import SaveReceipt
 from handoff_files.thread.settings import Durability, ThreadSettings
 
 __all__ = ["commit"]
+
+_T = TypeVar("_T")
 
 # the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
 _ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
@@ -158,11 +160,12 @@ def _write(
     summary = summary_fields(document)
     unfinished: list[str] = []
 
-    def after_commit(step: Callable[[], object]) -> None:
+    def after_commit(step: Callable[[], _T]) -> _T | None:
         try:
-            step()
+            return step()
         except HandoffWriteError as exc:
             unfinished.append(str(exc))
+            return None
 
     if journal_first:
         # the commit point is one fdatasync of a line holding the whole sealed document;
@@ -185,8 +188,7 @@ def _write(
         write_durable(history_file, data)
     # the copies a person and a restart read first: atomic for readers, not flushed; the primary
     # first, so state.json can record it as written (an edit changes that stamp, bit rot does not)
-    written: list[tuple[int, int]] = []
-    after_commit(lambda: written.append(write_durable(thread.primary, data, sync=False)))
+    written = after_commit(lambda: write_durable(thread.primary, data, sync=False))
     mirror = mirror_bytes(
         generation=generation,
         seal=seal_text,
@@ -196,7 +198,7 @@ def _write(
         state=document["state"],
         saves=head.saves + 1,
         last_restore=None,
-        primary_written=written[0] if written else None,
+        primary_written=written,
     )
     after_commit(lambda: write_durable(thread.layout.mirror, mirror, sync=False))
     if not journal_first:
