@@ -8,7 +8,6 @@ from typing import Any
 
 from handoff_files.format.loader import load
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
-from handoff_files.foundation.names import check_id
 from handoff_files.thread.history import find_generation, load_generation
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.results import MigrationReport, Restored
@@ -65,14 +64,15 @@ def primary_of(path: str | os.PathLike[str]) -> Path:
     Reads only: no store is opened, so nothing in the thread is touched (not even a dead
     writer's temp files).
 
-    :raises InvalidNameError: if the directory's name is not a valid thread id.
+    The directory's name does not matter: a thread's ids are in its files (its name only
+    proposes them for a first save).
+
     :raises HandoffError: if the thread holds both a JSON and a YAML primary.
     """
     target = Path(path)
     if not target.is_dir():
         return target
     layout = ThreadDir(target)
-    check_id(layout.path.name, "thread directory name", layout.path)
     return layout.primary(choose_format(layout, None))
 
 

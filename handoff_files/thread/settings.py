@@ -93,7 +93,8 @@ class ThreadSettings:
         :returns: the settings.
         :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*, or
             a *format* that is not the existing primary's.
-        :raises InvalidNameError: if an id (given or taken from the directory name) is invalid.
+        :raises InvalidNameError: if an id given is invalid, or the directory holds no thread yet, is
+            given no ids, and no id can be made from its name.
         :raises HandoffError: if the directory holds both primaries, or cannot be searched.
         """
         path = layout.path
@@ -107,12 +108,10 @@ class ThreadSettings:
         agent_id = None if agent_id is None else check_id(agent_id, "agent_id", path)
         thread_id = None if thread_id is None else check_id(thread_id, "thread_id", path)
         name_id = derive_id(path.name) or ""
-        if not name_id and (thread_id is None or agent_id is None):
-            msg = (
-                f"no valid id can be made from the folder name {path.name!r}: give the ids "
-                "(thread_id= and agent_id=; on the command line --thread-id and --agent-id)"
-            )
-            raise InvalidNameError(path, msg)
+        if not name_id and (thread_id is None or agent_id is None) and not layout.holdings():
+            # a new thread takes its ids from the folder's name: refuse it now, before anything is
+            # created; a thread that holds files has its ids in them, and is read whatever its name
+            raise InvalidNameError(path, _no_id_message(path))
         fmt = choose_format(layout, format)
         lock = WriterLock(path, timeout=lock_timeout, on_wait=on_lock_wait)
         return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id)
@@ -138,10 +137,13 @@ class ThreadSettings:
         :param agent_id: the previous generation's agent id, if any.
         :param thread_id: the previous generation's thread id, if any.
         :returns: this writer's ids where it insists on them, else the previous generation's, else
-            the directory's name.
+            the id the directory's name gives.
+        :raises InvalidNameError: if an id must come from the directory's name and none can be made of it.
         """
-        name = self.name_id or self.layout.path.name
-        return (self.agent_id or agent_id or name, self.thread_id or thread_id or name)
+        agent, thread = self.agent_id or agent_id, self.thread_id or thread_id
+        if (agent is None or thread is None) and not self.name_id:
+            raise InvalidNameError(self.path, _no_id_message(self.path))
+        return (agent or self.name_id, thread or self.name_id)
 
     @property
     def derived_note(self) -> str | None:
@@ -152,6 +154,13 @@ class ThreadSettings:
             f"the folder name {self.layout.path.name!r} is not a valid id, so the ids were made from it: "
             f"{self.name_id!r} (give thread_id/agent_id, or --thread-id/--agent-id, to choose them)"
         )
+
+
+def _no_id_message(path: Path) -> str:
+    return (
+        f"no valid id can be made from the folder name {path.name!r}: give the ids "
+        "(thread_id= and agent_id=; on the command line --thread-id and --agent-id)"
+    )
 
 
 def choose_format(layout: ThreadDir, wanted: Format | None) -> Format:

@@ -28,7 +28,7 @@ from handoff_files.thread.edits import Edit, read_edit
 from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import list_history
 from handoff_files.thread.journal import Journal
-from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir
+from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir, ThreadFolder
 from handoff_files.thread.notes import check_note
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
@@ -62,7 +62,8 @@ class HandoffStore:
         lock, since when, seconds waited) when a write starts to wait for another writer, then
         every few seconds while it waits; None: wait silently.
     :param durability: when saves are acknowledged (see :data:`Durability`); ``save()`` may override it.
-    :raises InvalidNameError: if an id (given or taken from the directory name) is invalid.
+    :raises InvalidNameError: if an id given is invalid, or a directory that holds no thread yet is
+        given no ids and no id can be made from its name (a thread's ids are in its files after that).
     :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*.
 
     The facade over the thread's modules: :attr:`layout` names its files, :meth:`locked` holds
@@ -155,20 +156,24 @@ class HandoffStore:
         """
         return self._thread.lock.held()
 
-    def init(self) -> None:
+    def init(self) -> ThreadFolder:
         """Create the thread directory and ``history/`` (mode 0700) durably; a no-op if they exist.
 
-        A store opened with ``format="yaml"`` on a thread with nothing in it yet records the format
-        in the journal's first line ("created"), so later stores opened without one keep it.
+        An existing folder keeps its mode (the library never changes a folder it did not create);
+        the result says so in its ``note``. A store opened with ``format="yaml"`` on a thread with
+        nothing in it yet records the format in the journal's first line ("created"), so later
+        stores opened without one keep it.
 
+        :returns: whether the folder was created, its mode, and what else it holds.
         :raises HandoffWriteError: if they cannot be created.
         :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
         """
-        self.layout.create()
+        folder = self.layout.create()
         if self.format != "json" and self._format_given and not self.layout.holdings():
             fmt, summary = self.format, f"thread created; its primary will be {self.format.upper()}"
             with self.locked():
                 self._thread.journal.append("created", generation=None, seal=None, summary=summary, format=fmt)
+        return folder
 
     # -- save --------------------------------------------------------------------------------
 
