@@ -6,7 +6,7 @@ import argparse
 import math
 import re
 
-__all__ = ["agent", "budget", "count", "positive", "seconds", "wait"]
+__all__ = ["agent", "budget", "count", "keep", "positive", "seconds", "wait"]
 
 
 def count(text: str) -> int:
@@ -56,6 +56,20 @@ def agent(text: str) -> str:
         msg = f"{text!r} is not a valid agent id: 1 to 64 letters, digits, '.', '_' or '-', a letter or digit first"
         raise argparse.ArgumentTypeError(msg)
     return text
+
+
+def keep(text: str) -> int:
+    """``--keep``: how many generations (or checkpoints) a pruning keeps, refused in the library's own words."""
+    from handoff_files.thread.retention import KEEP_RULE  # noqa: PLC0415 -- only prune takes it, and loads it anyway
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"must be {KEEP_RULE}, not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def budget(text: str) -> int:

@@ -12,17 +12,19 @@ __all__ = ["cmd_prune"]
 
 
 def cmd_prune(args: argparse.Namespace) -> str:
-    """``handoff prune DIR --keep N [--dry-run]``: a thread's ``history/``, or a LangGraph saver root's threads."""
-    from handoff_files.thread.layout import ThreadDir  # noqa: PLC0415 -- imported per command: start-up cost
+    """``handoff prune THREAD --keep N [--dry-run]``: a thread's ``history/``, or a LangGraph saver root's threads."""
+    from handoff_files.cli.commands import lock_options  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.retention import is_thread  # noqa: PLC0415 -- imported per command: start-up cost
 
-    if args.thread is None and ThreadDir(args.root).holdings():
+    if args.thread is None and is_thread(args.root):
         return _prune_thread(args)
     try:
         from handoff_files.langgraph.saver import HandoffSaver  # noqa: PLC0415 -- only this command needs LangGraph
         from handoff_files.langgraph.trim import keep_newest  # noqa: PLC0415
     except ImportError as exc:
         raise HandoffError(args.root, str(exc)) from None
-    results = keep_newest(HandoffSaver(args.root), args.keep, args.thread, dry_run=args.dry_run)
+    saver = HandoffSaver(args.root)
+    results = keep_newest(saver, args.keep, args.thread, dry_run=args.dry_run, **lock_options(args))
     if args.json:
         return to_json([dataclasses.asdict(result) for result in results])
     verb = "would remove" if args.dry_run else "removed"
@@ -31,15 +33,16 @@ def cmd_prune(args: argparse.Namespace) -> str:
         for result in results
     ]
     total = sum(len(result.removed) for result in results)
-    lines.append(f"{verb} {total} checkpoint(s) in {len(results)} namespace(s)" if results else "no checkpoints here")
+    lines.append(f"{verb} {total} checkpoint(s) in {len(results)} namespace(s)")
     return "\n".join(lines) + "\n"
 
 
 def _prune_thread(args: argparse.Namespace) -> str:
     """``handoff prune THREAD --keep N``: keep ``history/``'s newest generation files."""
+    from handoff_files.cli.commands import lock_options  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.retention import prune_history  # noqa: PLC0415
 
-    kept, removed = prune_history(args.root, args.keep, dry_run=args.dry_run)
+    kept, removed = prune_history(args.root, args.keep, dry_run=args.dry_run, **lock_options(args))
     if args.json:
         return to_json({"thread": args.root, "kept": kept, "removed": removed, "dry_run": args.dry_run})
     verb = "would remove" if args.dry_run else "removed"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from handoff_files.cli.agents_parser import Add, add_agent_commands
-from handoff_files.cli.arguments import agent, count, positive, seconds, wait
+from handoff_files.cli.arguments import agent, count, keep, positive, seconds, wait
 from handoff_files.cli.commands_edit import register as add_edit_commands
 from handoff_files.cli.commands_history import register as add_history_commands
 from handoff_files.cli.commands_history import since
@@ -27,7 +27,9 @@ __all__ = ["build_parser", "main"]
 
 
 # the commands that take a thread's writers' lock, and so may wait for another writer
-_WRITERS: Final = frozenset({"init", "save", "seal", "migrate", "import", "doctor", "acknowledge", "edit", "set"})
+_WRITERS: Final = frozenset(
+    {"init", "save", "seal", "migrate", "import", "doctor", "acknowledge", "edit", "set", "prune"}
+)
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
 _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
 
@@ -198,10 +200,16 @@ def _add_care_commands(add: Add) -> None:
     )
     p.add_argument("root", metavar="DIR", help="a thread directory, or a HandoffSaver's root folder")
     p.add_argument(
-        "--keep", type=count, required=True, metavar="N", help="generation files (or checkpoints per thread) kept"
+        "--keep",
+        type=keep,
+        required=True,
+        metavar="N",
+        help="generation files (or checkpoints per thread) kept, 1 or more",
     )
-    p.add_argument("--thread", action="append", metavar="ID", help="only this thread id (repeatable)")
-    p.add_argument("--dry-run", action="store_true", help="say what would be removed, and remove nothing")
+    p.add_argument("--thread", action="append", metavar="ID", help="only this LangGraph thread id (repeatable)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed, and remove nothing (takes no lock)"
+    )
 
 
 def _add_transfer_commands(add: Add) -> None:

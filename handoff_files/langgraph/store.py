@@ -25,6 +25,7 @@ from handoff_files.foundation.errors import (
     HandoffWriteError,
     UnsupportedVersionError,
 )
+from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.langgraph.layout import WRITES_DIR
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_of
 from handoff_files.thread.settings import Durability
@@ -83,12 +84,28 @@ class Namespace:
     :param durability: the saves' (only ``"full"`` for now: a journal-first save's document line
         would outlive a deleted checkpoint).
     :param keep: the newest checkpoints kept, or None for all.
+    :param lock_timeout: seconds a write waits for another writer's lock (``handoff prune --wait``).
+    :param on_lock_wait: told whom it waits for, as :class:`HandoffStore`'s is.
     """
 
-    def __init__(self, path: Path, *, durability: Durability, keep: int | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        durability: Durability,
+        keep: int | None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        on_lock_wait: OnLockWait | None = None,
+    ) -> None:
         self.path = path
         self.store = HandoffStore(
-            path, agent_id=AGENT_ID, thread_id=path.name, keep=keep or _KEEP_ALL, durability=durability
+            path,
+            agent_id=AGENT_ID,
+            thread_id=path.name,
+            keep=keep or _KEEP_ALL,
+            durability=durability,
+            lock_timeout=lock_timeout,
+            on_lock_wait=on_lock_wait,
         )
         self._files: dict[tuple[str, int, int, int], Entry] = {}
         self._lock = threading.Lock()

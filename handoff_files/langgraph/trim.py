@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from handoff_files.foundation.errors import HandoffValidationError
-from handoff_files.langgraph.layout import writes_file
+from handoff_files.foundation.atomic import is_real_dir, lexists
+from handoff_files.foundation.errors import HandoffNotFoundError, HandoffValidationError
+from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
+from handoff_files.langgraph.layout import namespace_dirs, writes_file
 from handoff_files.langgraph.saver import HandoffSaver
-from handoff_files.langgraph.store import record_of
+from handoff_files.langgraph.store import Namespace, record_of
+from handoff_files.thread.retention import check_keep
 
 __all__ = ["Pruned", "keep_newest"]
 
@@ -25,25 +29,45 @@ class Pruned:
 
 
 def keep_newest(
-    saver: HandoffSaver, keep: int, thread_ids: Sequence[str] | None = None, *, dry_run: bool = False
+    saver: HandoffSaver,
+    keep: int,
+    thread_ids: Sequence[str] | None = None,
+    *,
+    dry_run: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    on_lock_wait: OnLockWait | None = None,
 ) -> list[Pruned]:
     """Keep the newest *keep* checkpoints (and their pending writes) of each namespace; remove the older ones.
 
     Each checkpoint file holds its whole state, so the newest ones load without those removed: a
-    graph resumes from them as before; only ``get_state_history`` ends sooner.
+    graph resumes from them as before; only ``get_state_history`` ends sooner. A dry run reads
+    only (no lock is taken).
 
-    :param keep: checkpoints kept per thread and namespace, at least 1.
+    :param keep: checkpoints kept per thread and namespace: :data:`~handoff_files.thread.retention.KEEP_RULE`.
     :param thread_ids: the threads (default: every thread under the saver's root).
     :param dry_run: say what would be removed, and remove nothing.
-    :raises HandoffValidationError: for *keep* below 1.
+    :param lock_timeout: seconds a removal waits for another writer's lock; *on_lock_wait* is told whom it waits for.
+    :raises HandoffValidationError: for a bad *keep*; for a root that is not a folder, or that holds
+        no LangGraph checkpoint (a folder of handoff threads, say: each is pruned on its own).
+    :raises HandoffNotFoundError: if the root, or a thread named in *thread_ids*, does not exist.
     """
-    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-        msg = f"keep must be a whole number of checkpoints, at least 1; got {keep!r}"
-        raise HandoffValidationError(saver.root, msg)
-    folders = saver._thread_dirs() if thread_ids is None else [saver._thread_dir(str(thread)) for thread in thread_ids]
+    root = saver.root
+    check_keep(keep, root)
+    _check_root(root)
+    if thread_ids is None:
+        folders = saver._thread_dirs()
+    else:
+        folders = [saver._thread_dir(str(thread)) for thread in thread_ids]
+        for thread, folder in zip(thread_ids, folders, strict=True):
+            if not is_real_dir(folder):
+                msg = f"no LangGraph thread {thread!r} under this root"
+                raise HandoffNotFoundError(folder, msg)
     results = []
     for folder in folders:
-        for namespace in saver._namespaces_of(folder):
+        for path in namespace_dirs(folder):
+            namespace = Namespace(
+                path, durability=saver.durability, keep=None, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait
+            )
             entries, damaged = namespace.scan()
             if not entries:
                 continue
@@ -63,4 +87,27 @@ def keep_newest(
                     tuple(str(item.path) for item in bad),
                 )
             )
+    if not results:
+        raise HandoffValidationError(root, _nothing_to_prune(root, folders))
     return results
+
+
+def _check_root(root: Path) -> None:
+    if not lexists(root):
+        msg = "no such thread directory or LangGraph root"
+        raise HandoffNotFoundError(root, msg)
+    if not is_real_dir(root, follow_symlinks=True):
+        msg = "not a folder: prune takes a thread directory or a HandoffSaver's root"
+        raise HandoffValidationError(root, msg)
+
+
+def _nothing_to_prune(root: Path, folders: list[Path]) -> str:
+    """Why a root holds nothing to prune: what it holds instead, and what to run."""
+    threads = [folder for folder in folders if any(True for _ in namespace_dirs(folder))]
+    if not threads:
+        return "neither a thread nor a LangGraph root: it holds no handoff thread and no LangGraph checkpoint"
+    names = ", ".join(folder.name for folder in threads[:3]) + (" …" if len(threads) > 3 else "")
+    return (
+        f"neither a thread nor a LangGraph root: its folders ({names}) hold no LangGraph checkpoint; "
+        f"to prune a handoff thread, name it: handoff prune {threads[0]} --keep N"
+    )

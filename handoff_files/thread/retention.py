@@ -3,15 +3,52 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any, Final
 
-from handoff_files.foundation.errors import HandoffValidationError, HandoffWriteError
+from handoff_files.foundation.atomic import is_real_dir, lexists
+from handoff_files.foundation.errors import HandoffNotFoundError, HandoffValidationError, HandoffWriteError
+from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.store import HandoffStore
 
-__all__ = ["prune_history"]
+__all__ = ["KEEP_RULE", "check_keep", "is_thread", "prune_history"]
+
+#: What ``keep`` must be, in the words every refusal of it uses (library and ``handoff prune --keep``).
+KEEP_RULE: Final = "a whole number, 1 or more (the newest generation always stays)"
+
+
+def check_keep(keep: object, where: str | os.PathLike[str]) -> int:
+    """Return *keep* if it is :data:`KEEP_RULE`: how many generations (or checkpoints) a pruning keeps.
+
+    :param where: the thread or root being pruned, named in the error.
+    :raises HandoffValidationError: if it is not a whole number, or is below 1.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        msg = f"keep must be {KEEP_RULE}, not {keep!r}"
+        raise HandoffValidationError(where, msg)
+    return keep
+
+
+def is_thread(path: str | os.PathLike[str]) -> bool:
+    """Whether *path* is a thread directory (its files, or at least its ``history/``), not a folder of them. Reads only.
+
+    :raises HandoffNotFoundError: if nothing is at *path* (a mistyped path is never taken as empty).
+    :raises HandoffValidationError: if *path* is not a folder.
+    :raises HandoffError: if the folder cannot be listed.
+    """
+    folder = Path(path)
+    if not lexists(folder):
+        msg = "no such thread directory or LangGraph root"
+        raise HandoffNotFoundError(folder, msg)
+    if not is_real_dir(folder, follow_symlinks=True):
+        msg = "not a folder: prune takes a thread directory or a HandoffSaver's root"
+        raise HandoffValidationError(folder, msg)
+    layout = ThreadDir(folder)
+    return bool(layout.holdings()) or is_real_dir(layout.history_dir)
 
 
 def prune_history(
-    thread: HandoffStore | str | os.PathLike[str], keep: int, *, dry_run: bool = False
+    thread: HandoffStore | str | os.PathLike[str], keep: int, *, dry_run: bool = False, **options: Any
 ) -> tuple[list[str], list[str]]:
     """Keep the newest *keep* generation files in a thread's ``history/`` and remove the rest. Writes (under the lock).
 
@@ -19,21 +56,33 @@ def prune_history(
     stays, and so does the newest generation whatever *keep* says. A "pruned" journal line says
     what went. Saves go on keeping the store's own ``keep`` (10 unless opened with another).
 
+    A dry run reads only: it takes no lock, so a writer holding it never holds the answer up (a
+    save that lands meanwhile may change what a real run removes).
+
     :param thread: the thread (a store, or its directory).
-    :param keep: generation files to keep, 1 or more.
+    :param keep: generation files to keep: :data:`KEEP_RULE`.
     :param dry_run: say what would go, remove nothing.
+    :param options: :class:`HandoffStore`'s keywords (``lock_timeout``, ``on_lock_wait`` …), for a directory.
     :returns: the names kept and the names removed (or, with *dry_run*, that would be), newest first.
-    :raises HandoffValidationError: if *keep* is below 1.
+    :raises HandoffValidationError: if *keep* is not :data:`KEEP_RULE`, or *thread* is a folder
+        but not a thread (a folder of threads, say).
+    :raises HandoffNotFoundError: if *thread* does not exist.
+    :raises HandoffLockedError: if another writer holds the lock past the store's ``lock_timeout``.
     :raises HandoffWriteError: if a file cannot be removed (those before it are gone).
     """
-    store = thread if isinstance(thread, HandoffStore) else HandoffStore(thread)
-    if keep < 1:
-        msg = f"keep must be 1 or more (history/ holds the current generation too), not {keep}"
-        raise HandoffValidationError(store.history_dir, msg)
+    path = thread.path if isinstance(thread, HandoffStore) else Path(thread)
+    check_keep(keep, path)
+    if not is_thread(path):
+        msg = "not a thread directory: it holds no handoff file, history/ or journal"
+        raise HandoffValidationError(path, msg)
+    store = thread if isinstance(thread, HandoffStore) else HandoffStore(path, **options)
+    if dry_run:
+        names = [name for _, name in store.layout.generations()]
+        return names[:keep], names[keep:]
     with store.locked():
         names = [name for _, name in store.layout.generations()]
         kept, removed = names[:keep], names[keep:]
-        if dry_run or not removed:
+        if not removed:
             return kept, removed
         for name in removed:
             try:

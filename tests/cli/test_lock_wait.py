@@ -83,3 +83,42 @@ def test_wait_refuses_what_is_not_a_number_of_seconds(tmp_path: Path, capsys: py
             main(["save", str(tmp_path / "t1"), "--wait", bad])
         assert usage.value.code == 2
         assert "argument --wait" in capsys.readouterr().err
+
+
+def test_prune_dry_run_takes_no_lock_and_answers_at_once(
+    held: tuple[Path, subprocess.Popen[str]], python: str, subprocess_env: dict[str, str]
+) -> None:
+    thread, _ = held
+    started = time.monotonic()
+    done = subprocess.run(
+        [python, "-m", "handoff_files", "prune", str(thread), "--keep", "1", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+        timeout=60,
+        check=False,
+    )
+    assert time.monotonic() - started < 20  # not the 30-second wait for the lock (start-up included)
+    assert done.returncode == 0, done.stderr
+    assert "kept the newest 1" in done.stdout
+    assert done.stderr == ""
+
+
+def test_prune_takes_wait_and_names_the_holder_of_the_lock(
+    held: tuple[Path, subprocess.Popen[str]], python: str, subprocess_env: dict[str, str]
+) -> None:
+    thread, holder = held
+    started = time.monotonic()
+    done = subprocess.run(
+        [python, "-m", "handoff_files", "prune", str(thread), "--keep", "1", "--wait", "0"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+        timeout=60,
+        check=False,
+    )
+    assert time.monotonic() - started < 20
+    assert done.returncode == 1
+    assert f"pid {holder.pid} since " in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert len(list((thread / "history").iterdir())) == 1

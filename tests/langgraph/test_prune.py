@@ -64,7 +64,7 @@ def test_handoff_prune_dry_run_removes_nothing_then_prunes(tmp_path: Path, capsy
     assert _ids(HandoffSaver(root), "second") == second[::-1]
 
 
-def test_handoff_prune_refuses_a_keep_below_one_in_one_line(
+def test_handoff_prune_refuses_a_keep_below_one_as_a_usage_error(
     tmp_path: Path, python: str, subprocess_env: dict[str, str]
 ) -> None:
     done = subprocess.run(
@@ -74,6 +74,12 @@ def test_handoff_prune_refuses_a_keep_below_one_in_one_line(
         text=True,
         check=False,
     )
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1
-    assert "keep must be a whole number of checkpoints, at least 1" in done.stderr
+    assert done.returncode == 2
+    assert "argument --keep: must be a whole number, 1 or more" in done.stderr, done.stderr
+
+
+def test_handoff_prune_of_a_thread_not_under_the_root_says_so(tmp_path: Path, capsys: Any) -> None:
+    root = tmp_path / "graphs"
+    _put(HandoffSaver(root), "first", 2)
+    assert main(["prune", str(root), "--keep", "1", "--thread", "second"]) == 1
+    assert "no LangGraph thread 'second' under this root" in capsys.readouterr().err

@@ -44,7 +44,7 @@ def test_a_dry_run_removes_nothing(thread_dir: Path) -> None:
 
 def test_keep_below_one_is_refused(thread_dir: Path) -> None:
     _thread(thread_dir, 2)
-    with pytest.raises(HandoffValidationError, match="keep must be 1 or more"):
+    with pytest.raises(HandoffValidationError, match=r"keep must be a whole number, 1 or more \(the newest"):
         prune_history(thread_dir, 0)
     assert len(list((thread_dir / "history").iterdir())) == 2
 
