@@ -9,7 +9,7 @@ VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 STAMP_BENCH := $(VENV_BENCH)/.installed-bench
 
-.PHONY: demo test lint typecheck pytest slow bench torture schemas clean
+.PHONY: demo test lint typecheck pytest slow installed bench torture schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ test: lint typecheck pytest
 
 slow: $(STAMP_TEST)
 	$(BIN)/python -m pytest -q -m slow
+
+# the product as a user installs it: build the wheel, install it into a fresh venv outside the checkout
+# (bare, then with its extras) and run .ci/smoke_installed.py from there (about 1-2 minutes)
+installed:
+	bash .ci/installed $(PYTHON)
 
 bench: $(STAMP_BENCH)
 	$(BIN_BENCH)/python -m bench.bench_io

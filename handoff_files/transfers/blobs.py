@@ -67,14 +67,17 @@ def open_blobs(location: str | os.PathLike[str] | None = None, *, shared: bool =
     :param location: default: the ``HANDOFF_BLOBS`` environment variable.
     :param shared: for a folder, group-shared mode (see :class:`LocalBlobStore`); a URL's permissions
         are the remote store's own, and this changes nothing there.
-    :raises BlobError: if no location is given or set.
+    :raises BlobError: if no location is given or set, or a URL is given without fsspec installed.
     """
     text = os.fspath(location) if location is not None else os.environ.get(BLOBS_ENV, "")
     if not text:
         msg = f"no blob store given: pass one (a folder or an fsspec URL) or set {BLOBS_ENV}"
         raise BlobError(_NO_STORE, msg)
     if "://" in text and not text.startswith("file://"):
-        from handoff_files.transfers.remote import FsspecBlobStore  # noqa: PLC0415 -- only remote stores pay for fsspec
-
+        try:
+            from handoff_files.transfers.remote import FsspecBlobStore  # noqa: PLC0415 -- only remote stores pay for fsspec
+        except ImportError as exc:  # the scheme alone names it: the rest of a URL may hold credentials
+            scheme = f"{text.split('://', 1)[0]}://…"
+            raise BlobError(scheme, str(exc)) from None
         return FsspecBlobStore(text)
     return LocalBlobStore(text.removeprefix("file://"), shared=shared)

@@ -8,8 +8,12 @@ import re
 import secrets
 from typing import Any, Final
 
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
+try:
+    import fsspec
+    from fsspec.implementations.local import LocalFileSystem
+except ImportError as exc:  # the message is the point: one line naming what to install
+    msg = "a remote blob store needs fsspec: pip install 'handoff-files[remote]' (and the filesystem's package)"
+    raise ImportError(msg) from exc
 
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.atomic import TEMP_SUFFIX
