@@ -16,6 +16,20 @@ AGENT = Path(__file__).with_name("demo_agent.py")
 KILL_AFTER_STEP = 3
 
 
+def command_for_a_person() -> str:
+    """How a person runs ``handoff`` after the demo: plain ``handoff`` only if it is this venv's script on PATH."""
+    script = Path(sys.executable).with_name("handoff")
+    if not script.is_file():
+        return f"{sys.executable} -m handoff_files"
+    on_path = shutil.which("handoff")
+    if on_path is not None and Path(on_path).resolve() == script.resolve():
+        return "handoff"
+    try:
+        return str(script.relative_to(Path.cwd()))  # `.venv/bin/handoff` after `make demo` in the checkout
+    except ValueError:
+        return str(script)
+
+
 def main() -> int:
     """Run the agent under the supervisor, kill the agent after step 3, and check it continued."""
     workdir = Path(tempfile.mkdtemp(prefix="handoff-demo-"))
@@ -52,7 +66,10 @@ def main() -> int:
             f"demo: the restarted agent acknowledged generation {resumed.generation} and continued from it; "
             f"it finished at generation {handoff.generation} with {len(done)} steps, each done once"
         )
-        print(f"demo: the thread is left for you to look at: handoff show {thread}; handoff log {thread}")
+        handoff_cmd = command_for_a_person()
+        print(f"demo: the thread is left for you to look at: {handoff_cmd} show {thread}; {handoff_cmd} log {thread}")
+        if handoff_cmd != "handoff":
+            print(f"demo: (`handoff` is in the venv: type {handoff_cmd}, or `source .venv/bin/activate` first)")
         kept = True
         return 0
     finally:

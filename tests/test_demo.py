@@ -32,10 +32,18 @@ def test_the_demo_kills_the_agent_and_it_continues_from_its_handoff(
     ):
         assert line in out, out
     assert out.count("agent: step 3/8 done") == 1
-    # the thread it talked about is left for the person to look at, where it says
-    left = out.rsplit("demo: the thread is left for you to look at: handoff show ", 1)[1].split(";")[0]
-    thread = Path(left)
+    # the thread it talked about is left for the person to look at, with a command that runs as printed
+    # (the test's PATH lacks the venv's bin/, as a shell after `make demo` does)
+    told = out.split("demo: the thread is left for you to look at: ", 1)[1].splitlines()[0]
+    show = told.split(";")[0].split()
+    thread = Path(show[-1])
     try:
         assert HandoffStore(thread).restore().generation == 8
+        assert show[-2] == "show"
+        shown = subprocess.run(
+            [*show[:-2], "show", str(thread)], capture_output=True, text=True, cwd=ROOT, check=False, timeout=60
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert ", generation 8, sealed" in shown.stdout, shown.stdout
     finally:
         shutil.rmtree(thread.parent, ignore_errors=True)
