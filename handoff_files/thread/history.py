@@ -19,7 +19,7 @@ from handoff_files.thread.edits import layers_diff
 from handoff_files.thread.journal import DOCUMENT, Entry
 from handoff_files.thread.layout import MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
-from handoff_files.thread.results import HistoryEntry
+from handoff_files.thread.results import HistoryEntry, Restored
 
 __all__ = [
     "GenerationDiff",
@@ -148,30 +148,37 @@ def _at_or_after(at: str, since: dt.datetime) -> bool:
     return moment.tzinfo is not None and moment >= since
 
 
-def list_history(layout: ThreadDir, primary: Path) -> list[HistoryEntry]:
-    """List the generations in ``history/``, newest first, each verified; a bad primary is listed first.
+def list_history(layout: ThreadDir, primary: Path, restored: Restored | None = None) -> list[HistoryEntry]:
+    """List the generations in ``history/``, newest first, each verified; a bad or astray primary is listed first.
 
-    A primary that verifies but has no verified copy in ``history/`` (deleted, damaged, or a
-    journal-first save's copy not written yet) is listed too, in its place among the generations:
-    a thread whose primary verifies never lists as empty. Reads only: nothing is repaired or removed.
+    ``current`` marks the generation *restored* holds: the one a restore returns, which ``show``
+    and ``brief`` show. A primary that verifies but holds another generation (behind a newer copy
+    in ``history/``, say: a save interrupted after its commit) is listed first with its
+    ``problem``. The generation a restore returns is listed even when ``history/`` has no verified
+    copy of it (deleted, damaged, or a journal-first save's copy not written yet), in its place
+    among the generations, from the file it came from: a thread that restores never lists as empty.
+    Reads only: nothing is repaired or removed.
 
     :param layout: the thread directory.
-    :param primary: its primary file (the generation it holds is marked current).
-    :returns: one entry per generation file, with its problem if it does not verify; an entry
-        whose ``path`` is the primary and whose ``problem`` is None is a generation only the
-        primary holds.
+    :param primary: its primary file.
+    :param restored: what a restore of the thread returns (None: nothing restores, nothing is marked).
+    :returns: one entry per generation file, with its problem if it does not verify or is astray; an
+        entry outside ``history/`` whose ``problem`` is None holds a generation only it holds.
     :raises HandoffError: if ``history/`` exists but cannot be listed.
     """
-    entries = []
-    current = None
+    entries: list[HistoryEntry] = []
+    # a rebuilt handoff comes from no file and has no seal: no entry stands for it
+    wanted = None if restored is None or restored.source == "rebuilt" else restored.generation
     head = None
     try:
         head = load(primary, follow_symlinks=False, written=primary_stamp(primary.parent / MIRROR_NAME))
-        current = head.generation
     except HandoffNotFoundError:
         pass
     except HandoffError as exc:
-        entries.append(HistoryEntry(None, primary, True, None, None, exc.reason))
+        entries.append(HistoryEntry(None, primary, False, None, None, exc.reason))
+    if head is not None and restored is not None and wanted is not None and head.generation != wanted:
+        entries.append(_entry(head, primary, current=False, problem=_astray(head.generation, restored, layout)))
+        head = None  # listed: never again as a generation only it holds
     for generation, name in layout.generations():
         path = layout.history_dir / name
         try:
@@ -179,20 +186,37 @@ def list_history(layout: ThreadDir, primary: Path) -> list[HistoryEntry]:
         except HandoffError as exc:
             entries.append(HistoryEntry(generation, path, False, None, None, exc.reason))
         else:
-            entries.append(
-                HistoryEntry(
-                    handoff.generation,
-                    path,
-                    handoff.generation == current,
-                    str(handoff.seal),
-                    handoff.created_at,
-                    None,
-                )
-            )
-    if head is not None and not any(e.generation == current and e.problem is None for e in entries):
-        seal = None if head.seal is None else str(head.seal)
-        alone = HistoryEntry(head.generation, primary, True, seal, head.created_at, None)
+            entries.append(_entry(handoff, path, current=handoff.generation == wanted))
+    lone = (
+        (restored.handoff, restored.path, True)
+        if restored is not None and wanted is not None
+        else (head, primary, False)
+        if head is not None
+        else None
+    )
+    if lone is not None and not any(e.generation == lone[0].generation and e.problem is None for e in entries):
+        handoff, path, current = lone
         # newest first, and before a damaged copy of its own generation: the one that verifies leads
-        place = (i for i, e in enumerate(entries) if e.generation is not None and e.generation <= head.generation)
-        entries.insert(next(place, len(entries)), alone)
+        place = (i for i, e in enumerate(entries) if e.generation is not None and e.generation <= handoff.generation)
+        entries.insert(next(place, len(entries)), _entry(handoff, path, current=current))
     return entries
+
+
+def _entry(handoff: Handoff, path: Path, *, current: bool, problem: str | None = None) -> HistoryEntry:
+    seal = None if handoff.seal is None else str(handoff.seal)
+    return HistoryEntry(handoff.generation, path, current, seal, handoff.created_at, problem)
+
+
+def _astray(generation: int, restored: Restored, layout: ThreadDir) -> str:
+    """Why a primary that verifies is not what a restore returns, and what to do."""
+    source = restored.path
+    where = f"{source.parent.name}/{source.name}" if source.parent == layout.history_dir else source.name
+    if generation < restored.generation:
+        return (
+            f"holds generation {generation}, behind generation {restored.generation} ({where}), which a restore "
+            "returns: `handoff doctor --repair` rewrites it"
+        )
+    return (
+        f"holds generation {generation}, but a restore returns generation {restored.generation} ({where}): "
+        "`handoff doctor` says why"
+    )

@@ -391,8 +391,15 @@ class HandoffStore:
         self.record(event, generation=None, seal=None, summary=summary, **fields)
 
     def history(self) -> list[HistoryEntry]:
-        """List the generations in ``history/``, newest first, each verified; a bad primary is listed first.
+        """List the generations in ``history/``, newest first, each verified; a bad or astray primary is listed first.
+
+        ``current`` marks the generation :meth:`restore` returns (none, when nothing restores); a
+        primary that verifies but holds another generation (behind ``history/``) is flagged.
 
         :raises HandoffError: if ``history/`` exists but cannot be listed.
         """
-        return list_history(self.layout, self.primary)
+        try:
+            restored: Restored | None = self.restore()
+        except HandoffError:  # nothing restores: each file is listed with its own problem, none marked
+            restored = None
+        return list_history(self.layout, self.primary, restored)

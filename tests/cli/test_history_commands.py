@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import json
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from handoff_files.cli.main import main
 from handoff_files.foundation.errors import ChecksumMismatchError, HandoffError, NoHandoffError
 from handoff_files.thread.history import GenerationNotFoundError, diff_generations, load_generation, recent
 from handoff_files.thread.journal import Entry
+from tests.cli.shell import handoff, machine
 from tests.cli.test_json_schemas import check
 
 FIRST = {"narrative": "Ported half the importer.", "priorities": [{"task": "port it", "urgency": "first"}]}
@@ -300,3 +302,42 @@ def test_python_m_log_follow_prints_a_new_save_and_exits_0_on_ctrl_c(
         finally:
             if child.poll() is None:
                 child.kill()
+
+
+# -- history stars the generation a restore returns ----------------------------------------------
+
+
+@pytest.fixture
+def lagging(thread_dir: Path) -> Path:
+    """A thread of three generations whose primary was put back to generation 2 (history/ holds 3)."""
+    store = HandoffStore(thread_dir)
+    for text in ("one.", "two.", "three."):
+        store.save({"narrative": text})
+    shutil.copyfile(thread_dir / "history" / "00000002.json", thread_dir / "handoff.json")
+    return thread_dir
+
+
+def test_history_stars_the_generation_a_restore_returns_and_flags_a_primary_behind_it(
+    lagging: Path, subprocess_env: dict[str, str]
+) -> None:
+    assert HandoffStore(lagging).restore().generation == 3
+    listed = machine(handoff("history", lagging, "--json", env=subprocess_env))
+    assert [e["generation"] for e in listed if e["current"]] == [3]
+    [flagged] = [e for e in listed if e["path"] == str(lagging / "handoff.json")]
+    assert flagged["generation"] == 2
+    assert flagged["current"] is False
+    assert "behind generation 3" in flagged["problem"]
+    assert "doctor --repair" in flagged["problem"]
+    text = handoff("history", lagging, env=subprocess_env)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("2  handoff.json")
+    assert "BAD: holds generation 2, behind generation 3" in lines[0]
+    assert [line.split()[0] for line in lines[1:]] == ["3*", "2", "1"]
+    shown = machine(handoff("show", lagging, "--json", env=subprocess_env))
+    assert shown["handoff"]["generation"] == 3, "the star and show agree"
+
+
+def test_history_of_a_healthy_thread_stars_its_primarys_generation(thread: Path) -> None:
+    entries = HandoffStore(thread).history()
+    assert [(e.generation, e.current, e.problem) for e in entries] == [(2, True, None), (1, False, None)]
