@@ -129,8 +129,11 @@ def cmd_init(args: argparse.Namespace) -> str:
     from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
 
     store = HandoffStore(args.dir, format=args.format, **lock_options(args))
-    store.init()
-    return to_json({"path": str(store.path)}) if args.json else f"thread ready at {store.path}\n"
+    ready = store.init()
+    if args.json:
+        mode = f"{ready.mode:04o}"
+        return to_json({"path": str(store.path), "created": ready.created, "mode": mode, "note": ready.note})
+    return f"thread ready at {store.path}\n" + (f"note: {ready.note}\n" if ready.note else "")
 
 
 def cmd_save(args: argparse.Namespace) -> str:

@@ -242,6 +242,7 @@ _MARKS: Final[dict[str, tuple[str, Style]]] = {
     "warning": ("WARN", "warn"),
     "error": ("BAD", "bad"),
     "repaired": ("FIXED", "good"),
+    "unwritten": ("FAIL", "bad"),  # the repair could not be written: nothing lost, nothing changed
     "unrepaired": ("LOST", "bad"),
 }
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import lexists
 from handoff_files.foundation.clock import file_stamp
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, NoHandoffError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffWriteError, NoHandoffError
+from handoff_files.thread.findings import Finding, Level, Repairing, failed
 from handoff_files.thread.journal import SAVE_EVENTS, Entry, JournalProblem
 from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
 from handoff_files.thread.locate import thread_of
@@ -30,20 +29,10 @@ from handoff_files.thread.repair import (
     set_aside_lines,
 )
 from handoff_files.thread.store import HandoffStore
+from handoff_files.thread.upkeep import check_modes, check_temps
 
+# Finding and failed are re-exported: callers took them from the doctor
 __all__ = ["Finding", "examine", "failed"]
-
-Level = Literal["ok", "warning", "error", "repaired", "unrepaired"]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One thing the doctor checked: how it stands, what it is, and what a person can do."""
-
-    level: Level
-    what: str
-    advice: str = ""
-    kind: str = ""  # for a program: fresh, journal, history, primary, mirror, last-save, modes, temps
 
 
 def _tag(findings: list[Finding], since: int, kind: str) -> None:
@@ -51,9 +40,18 @@ def _tag(findings: list[Finding], since: int, kind: str) -> None:
     findings[since:] = [dataclasses.replace(f, kind=f.kind or kind) for f in findings[since:]]
 
 
-def failed(findings: list[Finding]) -> bool:
-    """The doctor's verdict: whether an error, or something it could not repair, remains."""
-    return any(finding.level in ("error", "unrepaired") for finding in findings)
+def _not_written(what: str, doing: str, exc: HandoffError) -> Finding:
+    """A repair the disk refused: nothing was changed, nothing is lost, and why it could not write."""
+    return Finding("unwritten", what, f"could not {doing}, nothing was changed: {exc}")
+
+
+def _note(store: HandoffStore, generation: int | None, seal: str | None, summary: str) -> str:
+    """Journal a "repaired" line; "" if written, else what to add to the repair's advice (the repair stands)."""
+    try:
+        store.journal.append("repaired", generation=generation, seal=seal, summary=summary)
+    except HandoffError as exc:
+        return f" (not noted in the journal: {exc})"
+    return ""
 
 
 def examine(thread: HandoffStore | str | os.PathLike[str], *, repair: bool = False) -> list[Finding]:
@@ -66,25 +64,39 @@ def examine(thread: HandoffStore | str | os.PathLike[str], *, repair: bool = Fal
     lagging primary is rewritten from the newest verified copy; the files replaced are kept in
     ``history/``. A missing, damaged or stale ``state.json`` is rewritten; a torn journal tail is
     cut; damaged journal lines are moved to ``journal.damaged-<stamp>.jsonl`` (or
-    ``journal.1.damaged-…``) beside the journal, kept, never deleted; modes wider than 0600/0700
-    are narrowed; a dead writer's temp files are removed. Every rewrite is atomic and durable, so
-    a repair that fails damages nothing: it is reported as ``"unrepaired"``. A generation that no
-    verified copy holds cannot be repaired: the findings say so. A thread nothing was ever saved
-    in checks clean.
+    ``journal.1.damaged-…``) beside the journal, kept, never deleted; the thread's own files
+    wider than 0600 (``history/``: 0700) are narrowed; a dead writer's temp files are removed.
+    Nothing else is changed: the thread's folder itself and every other entry in it (a project's
+    files, a person's copy in ``history/``) are reported, never touched.
+
+    Every rewrite is atomic and durable, so a repair the disk refuses (a read-only folder, EIO)
+    changes nothing and is reported as ``"unwritten"``, with the reason; when the writers' lock
+    itself cannot be opened, every check runs read-only and each due repair is ``"unwritten"``.
+    A generation that no verified copy holds cannot be repaired: it is ``"unrepaired"`` (lost).
+    A thread nothing was ever saved in checks clean.
 
     :param thread: the thread's store, or a path: its directory or its primary file.
     :raises NoHandoffError: if the thread directory does not exist.
     :raises HandoffError: if *thread* is a file but not a thread's primary.
+    :raises HandoffLockedError: with *repair*, if another writer holds the lock past the timeout.
     """
     store = thread if isinstance(thread, HandoffStore) else _store_of(Path(thread))
     if not store.path.is_dir():
         msg = "no such thread directory"
         raise NoHandoffError(store.path, msg)
-    if repair:
-        store.init()
-        with store.locked():
-            return _examine(store, repair=True)
-    return _examine(store, repair=False)
+    if not repair:
+        return _examine(store, Repairing(asked=False))
+    with contextlib.ExitStack() as held:
+        try:
+            store.init()
+            held.enter_context(store.locked())
+        except HandoffWriteError as exc:
+            # a read-only folder: nothing can be repaired, but everything can still be checked
+            blocked = Repairing(asked=True, blocked=exc.reason)
+            what = f"--repair could not write in {store.path}: {exc.reason}"
+            advice = "nothing was changed; every check below ran read-only: make the thread writable, then repair"
+            return [Finding("unwritten", what, advice, kind="lock"), *_examine(store, blocked)]
+        return _examine(store, Repairing(asked=True))
 
 
 def _store_of(path: Path) -> HandoffStore:
@@ -93,12 +105,12 @@ def _store_of(path: Path) -> HandoffStore:
     return thread_of(path) if lexists(path) else HandoffStore(path)
 
 
-def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
+def _examine(store: HandoffStore, repairing: Repairing) -> list[Finding]:
     findings: list[Finding] = []
     if ever_saved(store.layout):
         # the journal's lines first: they are set aside by line number, before the doctor appends any
-        entries, journal_findings = _check_journal_lines(store, repair=repair)
-        newest = _check_generations(store, findings, repair=repair)
+        entries, journal_findings = _check_journal_lines(store, repairing)
+        newest = _check_generations(store, findings, repairing)
         findings += [dataclasses.replace(f, kind="journal") for f in journal_findings]
         start = len(findings)
         _check_last_save(entries, newest, findings)
@@ -106,15 +118,15 @@ def _examine(store: HandoffStore, *, repair: bool) -> list[Finding]:
     else:
         findings.append(Finding("ok", "no generations yet: nothing has been saved in this thread", kind="fresh"))
     start = len(findings)
-    _check_modes(store, findings, repair=repair)
+    check_modes(store.layout, findings, repairing)
     _tag(findings, start, "modes")
     start = len(findings)
-    _check_temps(store, findings, repair=repair)
+    check_temps(store.layout, findings, repairing)
     _tag(findings, start, "temps")
     return findings
 
 
-def _check_generations(store: HandoffStore, findings: list[Finding], *, repair: bool) -> Copy | None:
+def _check_generations(store: HandoffStore, findings: list[Finding], repairing: Repairing) -> Copy | None:
     """Check every copy of every generation, rewrite copies from verified ones; return the newest verified."""
     verified, damaged = history_copies(store.layout)
     primary, primary_problem = _read_primary(store)
@@ -126,7 +138,7 @@ def _check_generations(store: HandoffStore, findings: list[Finding], *, repair: 
     findings += [Finding("warning", what, advice, kind="journal") for what in unusable]
     copies |= {sealed.generation: sealed} if sealed else {}
     start = len(findings)
-    _repair_history(store, verified, damaged, copies | verified, findings, repair=repair)
+    _repair_history(store, verified, damaged, copies | verified, findings, repairing=repairing)
     _report_history(verified, listed=bool(verified or damaged), findings=findings)
     _tag(findings, start, "history")
     copies |= verified
@@ -139,7 +151,7 @@ def _check_generations(store: HandoffStore, findings: list[Finding], *, repair: 
         # state.json holds the only exact copy of a newer generation: never repair backwards
         findings.append(
             Finding(
-                "unrepaired" if repair else "error",
+                repairing.unrepairable(),
                 f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost",
                 "restore() rebuilds it (state exact); save the rebuilt handoff to seal it again",
                 kind="mirror",
@@ -147,10 +159,10 @@ def _check_generations(store: HandoffStore, findings: list[Finding], *, repair: 
         )
         newest = None
     start = len(findings)
-    _check_primary(store, primary, primary_problem, newest, findings, repair=repair)
+    _check_primary(store, primary, primary_problem, newest, findings, repairing=repairing)
     _tag(findings, start, "primary")
     start = len(findings)
-    _check_mirror(store, newest, findings, repair=repair)
+    _check_mirror(store, newest, findings, repairing)
     _tag(findings, start, "mirror")
     return newest
 
@@ -173,17 +185,17 @@ def _repair_history(
     copies: dict[int, Copy],
     findings: list[Finding],
     *,
-    repair: bool,
+    repairing: Repairing,
 ) -> None:
     """Rewrite each damaged ``history/`` file, and each missing one newer than all it lists, from a verified copy."""
     for generation, (path, problem) in sorted(damaged.items()):
         source = copies.get(generation)
         if source is None:
             advice = f"no verified copy of generation {generation} is left to rewrite it from; restore skips it"
-            findings.append(Finding("unrepaired" if repair else "error", problem, advice))
+            findings.append(Finding(repairing.unrepairable(), problem, advice))
             continue
         _rewrite_history(
-            store, path, source, problem=problem, findings=findings, verified=verified, keep=True, repair=repair
+            store, path, source, problem=problem, findings=findings, verified=verified, repairing=repairing, keep=True
         )
     listed = max([*verified, *damaged], default=0)
     for generation in sorted(g for g in copies if g > listed):
@@ -194,7 +206,7 @@ def _repair_history(
         else:
             problem = f"{HISTORY_DIR}/{path.name} is missing: only {source.label} holds generation {generation}"
         _rewrite_history(
-            store, path, source, problem=problem, findings=findings, verified=verified, keep=False, repair=repair
+            store, path, source, problem=problem, findings=findings, verified=verified, repairing=repairing, keep=False
         )
 
 
@@ -206,27 +218,28 @@ def _rewrite_history(
     problem: str,
     findings: list[Finding],
     verified: dict[int, Copy],
+    repairing: Repairing,
     keep: bool,
-    repair: bool,
 ) -> None:
     """Rewrite one ``history/`` file from *source* (keeping the damaged one), and note it in *verified*."""
     name = f"{HISTORY_DIR}/{path.name}"
-    if not repair:
-        findings.append(Finding("error", problem, f"`handoff doctor --repair` writes it from {source.label}"))
+    if not repairing.writes:
+        findings.append(repairing.pending("error", problem, f"`handoff doctor --repair` writes it from {source.label}"))
         return
     keep_as = store.layout.kept_copy("damaged", file_stamp(), f"-{path.name}") if keep else None
     try:
         kept = rewrite(path, saved_bytes(source, format_of(path), path), keep_as=keep_as)
+    except HandoffWriteError as exc:
+        findings.append(_not_written(problem, f"write it from {source.label}", exc))
+        return
     except HandoffError as exc:
         findings.append(Finding("unrepaired", problem, f"could not rewrite it: {exc}"))
         return
     seal = str(source.handoff.seal)
-    store.journal.append(
-        "repaired", generation=source.generation, seal=seal, summary=f"rewrote {name} from {source.label}"
-    )
     advice = f"wrote {name} from {source.label}"
     if kept and keep_as is not None:
         advice += f" (the damaged file kept as {HISTORY_DIR}/{keep_as.name})"
+    advice += _note(store, source.generation, seal, f"rewrote {name} from {source.label}")
     findings.append(Finding("repaired", problem, advice))
     verified[source.generation] = Copy(source.handoff, path, name)
 
@@ -252,7 +265,7 @@ def _check_primary(
     newest: Copy | None,
     findings: list[Finding],
     *,
-    repair: bool,
+    repairing: Repairing,
 ) -> None:
     name = store.primary.name
     if primary is not None:
@@ -260,32 +273,35 @@ def _check_primary(
             findings.append(Finding("ok", f"{name} verifies: generation {primary.generation}"))
             return
         problem = f"{name} holds generation {primary.generation}, behind the newest ({newest.generation})"
-    failing: Level = "unrepaired" if repair else "error"
+    failing: Level = repairing.unrepairable()
     if newest is None:
         findings.append(Finding(failing, problem, "nothing verified to rewrite it from"))
         return
     if newest.document is None and newest.path.suffix != store.primary.suffix:
         findings.append(Finding(failing, problem, f"the newest copy is {newest.label}"))
         return
-    if not repair:
-        findings.append(Finding("error", problem, f"`handoff doctor --repair` rewrites it from {newest.label}"))
+    if not repairing.writes:
+        findings.append(
+            repairing.pending("error", problem, f"`handoff doctor --repair` rewrites it from {newest.label}")
+        )
         return
     keep_as = store.layout.kept_copy("displaced-doctor", file_stamp(), f"-{name}")
     try:
         kept = rewrite(store.primary, saved_bytes(newest, store.format, store.primary), keep_as=keep_as)
+    except HandoffWriteError as exc:
+        findings.append(_not_written(problem, f"rewrite it from {newest.label} (which still holds it)", exc))
+        return
     except HandoffError as exc:
         findings.append(Finding("unrepaired", problem, f"could not rewrite it: {exc}"))
         return
     if kept:
         problem += f" (kept as {HISTORY_DIR}/{keep_as.name})"
-    seal = str(newest.handoff.seal)
-    store.journal.append(
-        "repaired", generation=newest.generation, seal=seal, summary=f"rewrote {name} from {newest.label}"
-    )
-    findings.append(Finding("repaired", problem, f"rewrote it from {newest.label}"))
+    advice = f"rewrote it from {newest.label}"
+    advice += _note(store, newest.generation, str(newest.handoff.seal), f"rewrote {name} from {newest.label}")
+    findings.append(Finding("repaired", problem, advice))
 
 
-def _check_mirror(store: HandoffStore, newest: Copy | None, findings: list[Finding], *, repair: bool) -> None:
+def _check_mirror(store: HandoffStore, newest: Copy | None, findings: list[Finding], repairing: Repairing) -> None:
     try:
         mirror = read_mirror(store.mirror_path)
     except HandoffNotFoundError:
@@ -298,42 +314,54 @@ def _check_mirror(store: HandoffStore, newest: Copy | None, findings: list[Findi
             return
         problem = f"{MIRROR_NAME} mirrors generation {mirror.generation}, not the newest ({newest.generation})"
     if newest is None:
-        findings.append(Finding("unrepaired" if repair else "error", problem, "no sealed generation to mirror"))
+        findings.append(Finding(repairing.unrepairable(), problem, "no sealed generation to mirror"))
         return
-    if not repair:
-        findings.append(Finding("warning", problem, "`handoff doctor --repair` rewrites it"))
+    if not repairing.writes:
+        findings.append(repairing.pending("warning", problem, "`handoff doctor --repair` rewrites it"))
         return
     try:
         rewrite(store.mirror_path, mirror_of(newest, store.primary), keep_as=None)
+    except HandoffWriteError as exc:
+        findings.append(_not_written(problem, f"rewrite it from generation {newest.generation}", exc))
+        return
     except HandoffError as exc:
         findings.append(Finding("unrepaired", problem, f"could not rewrite it: {exc}"))
         return
     findings.append(Finding("repaired", problem, f"rewrote it from generation {newest.generation}"))
 
 
-def _check_journal_lines(store: HandoffStore, *, repair: bool) -> tuple[list[Entry], list[Finding]]:
-    """Every journal line; with *repair*, a torn tail cut and damaged lines set aside (kept, never deleted)."""
+def _check_journal_lines(store: HandoffStore, repairing: Repairing) -> tuple[list[Entry], list[Finding]]:
+    """Every journal line; when repairing, a torn tail cut and damaged lines set aside (kept, never deleted)."""
     journal = store.journal
     entries, problems = journal.check()
     findings: list[Finding] = []
-    if repair and any(problem.kind == "torn" for problem in problems):
-        journal.cut_torn_tails()
+    torn = [problem for problem in problems if problem.kind == "torn"]
+    if repairing.writes and torn:
+        try:
+            journal.cut_torn_tails()
+        except HandoffError as exc:
+            findings += [_not_written(problem.what, "cut it", exc) for problem in torn]
+        else:
+            findings += [Finding("repaired", problem.what, "cut the torn line") for problem in torn]
+    else:
+        advice = "`handoff doctor --repair` cuts it (so does the next save)"
+        findings += [repairing.pending("warning", problem.what, advice) for problem in torn]
     damaged: dict[Path, list[JournalProblem]] = {}
     for problem in problems:
-        if problem.kind == "torn":
-            advice = "cut the torn line" if repair else "`handoff doctor --repair` cuts it (so does the next save)"
-            findings.append(Finding("repaired" if repair else "warning", problem.what, advice))
-        else:
+        if problem.kind != "torn":
             damaged.setdefault(problem.path, []).append(problem)
     set_aside: list[tuple[Path, Path, int]] = []
     for path, lines in damaged.items():
         aside = f"{path.name.removesuffix('.jsonl')}.damaged-<time>.jsonl"
-        if not repair:
+        if not repairing.writes:
             advice = f"`handoff doctor --repair` moves it to {aside}, which keeps it"
-            findings += [Finding("error", line.what, advice) for line in lines]
+            findings += [repairing.pending("error", line.what, advice) for line in lines]
             continue
         try:
             kept = set_aside_lines(path, [line.line for line in lines if line.line is not None], file_stamp())
+        except HandoffWriteError as exc:
+            findings += [_not_written(line.what, f"move it to {aside}", exc) for line in lines]
+            continue
         except HandoffError as exc:
             advice = f"could not set it aside: {exc}"
             findings += [Finding("unrepaired", line.what, advice) for line in lines]
@@ -342,8 +370,9 @@ def _check_journal_lines(store: HandoffStore, *, repair: bool) -> tuple[list[Ent
         set_aside.append((path, kept, len(lines)))
     # appended only now: an append may rotate the journal, and the lines above are counted in its files as they were
     for path, kept, count in set_aside:
-        summary = f"moved {count} damaged line(s) of {path.name} to {kept.name}"
-        journal.append("repaired", generation=None, seal=None, summary=summary)
+        unnoted = _note(store, None, None, f"moved {count} damaged line(s) of {path.name} to {kept.name}")
+        if unnoted:
+            findings.append(Finding("warning", f"moved damaged lines of {path.name} to {kept.name}", unnoted.strip()))
     return entries, findings
 
 
@@ -361,39 +390,3 @@ def _check_last_save(entries: list[Entry], newest: Copy | None, findings: list[F
         findings.append(
             Finding("ok", f"{JOURNAL_NAME}: {len(entries)} line(s), last save generation {last.generation}")
         )
-
-
-def _check_modes(store: HandoffStore, findings: list[Finding], *, repair: bool) -> None:
-    wide = []
-    for directory, _, files in os.walk(store.path):
-        for path, want in [(Path(directory), 0o700), *((Path(directory) / f, 0o600) for f in files)]:
-            try:
-                st = path.lstat()
-            except FileNotFoundError:
-                continue  # a writer's temp file or a pruned generation, gone since the listing
-            if stat.S_ISLNK(st.st_mode):
-                findings.append(Finding("warning", f"{path} is a symbolic link", "the store never follows it"))
-                continue
-            mode = stat.S_IMODE(st.st_mode)
-            if mode & ~want:
-                wide.append((path, mode, want))
-    for path, mode, want in wide:
-        if repair:
-            path.chmod(mode & want)
-            findings.append(Finding("repaired", f"{path} was mode {mode:o}", f"narrowed to {mode & want:o}"))
-        else:
-            findings.append(Finding("warning", f"{path} is mode {mode:o}, wider than {want:o}", "--repair narrows it"))
-    if not wide:
-        findings.append(Finding("ok", "files are 0600 and directories 0700 (or narrower)"))
-
-
-def _check_temps(store: HandoffStore, findings: list[Finding], *, repair: bool) -> None:
-    temps = store.layout.stray_temps()
-    if not temps:
-        return
-    names = ", ".join(p.name for p in temps)
-    if repair:  # under the lock: no live writer owns them
-        store.layout.remove_stray_temps()
-        findings.append(Finding("repaired", f"temp files a crashed writer left: {names}", "removed them"))
-    else:
-        findings.append(Finding("warning", f"temp files a crashed writer left: {names}", "the next open removes them"))

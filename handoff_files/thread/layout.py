@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Final
@@ -11,7 +13,7 @@ from typing import Final
 from handoff_files.format.codec import Format
 from handoff_files.foundation.atomic import fsync_dir, remove_stray_temps, stray_temps
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
-from handoff_files.foundation.lock import try_writer_lock
+from handoff_files.foundation.lock import LOCK_NAME, try_writer_lock
 
 __all__ = [
     "EXTENSIONS",
@@ -23,6 +25,7 @@ __all__ = [
     "PRIMARY_STEM",
     "TRANSFERRED_NAME",
     "ThreadDir",
+    "ThreadFolder",
     "generation_of",
 ]
 
@@ -42,12 +45,70 @@ TRANSFERRED_NAME: Final = "transferred.json"
 
 # a sealed generation in history/: eight or more digits, then the format's ending
 _GENERATION_FILE: Final = re.compile(r"(\d{8,})\.(?:json|yaml)\Z")
+# the files the library writes in the thread directory (temp files aside: foundation/atomic.py names those)
+_OWN_NAMES: Final = PRIMARY_NAMES | {MIRROR_NAME, JOURNAL_NAME, PREVIOUS_JOURNAL_NAME, TRANSFERRED_NAME, LOCK_NAME}
+# damaged journal lines the doctor set aside: journal.damaged-<stamp>.jsonl, journal.1.damaged-<stamp>.jsonl
+_SET_ASIDE: Final = re.compile(r"journal(?:\.1)?\.damaged-\d{8}T\d{12}Z\.jsonl\Z")
+# a file kept in history/ by kept_copy(): displaced-…, displaced-doctor-…, damaged-…, legacy-…, legacy-1.0-…
+_KEPT: Final = re.compile(r"(?:displaced|damaged|legacy)(?:-[A-Za-z0-9.]+)?-\d{8}T\d{12}Z[.-]")
+# how many other entries a note names before it counts the rest
+_NAMED: Final = 5
+
+
+@dataclass(frozen=True)
+class ThreadFolder:
+    """The thread directory :meth:`ThreadDir.create` made ready: whether it made it, its mode, and what else it holds.
+
+    The library never changes the mode of a folder it did not create: an existing folder keeps
+    its own, and :attr:`note` says so when it is wider than 0700 (the thread's own files are
+    0600 and ``history/`` 0700 whatever the folder's mode).
+    """
+
+    path: Path
+    created: bool  # False: the folder was there already
+    mode: int  # its permission bits, as they are now
+
+    @cached_property
+    def others(self) -> tuple[str, ...]:
+        """The entries in it that are not the thread's own (a project's, a person's); listed when first asked.
+
+        :raises HandoffError: if the folder cannot be listed.
+        """
+        return tuple(path.name for path in ThreadDir(self.path).entries()[1] if path.parent == self.path)
+
+    @cached_property
+    def note(self) -> str:
+        """What a person should know about the folder ("" when it is the private folder a thread expects)."""
+        parts = []
+        if self.mode & ~0o700:
+            parts.append(
+                f"the folder existed and keeps its mode {self.mode:04o}: handoff never changes a folder it did "
+                f"not create; the thread's own files are private (0600, history/ 0700), and "
+                f"`chmod 700 {os.fspath(self.path)}` hides their names too"
+            )
+        if not self.created and self.others:
+            parts.append(f"it holds other entries ({name_some(self.others)}): handoff never changes them")
+        return "; ".join(parts)
+
+
+def name_some(names: tuple[str, ...] | list[str]) -> str:
+    """The first few *names*, and how many more (a project folder may hold thousands)."""
+    shown = ", ".join(names[:_NAMED])
+    return shown if len(names) <= _NAMED else f"{shown} and {len(names) - _NAMED} more"
 
 
 def generation_of(name: str) -> int | None:
     """The generation a ``history/`` file name holds (``00000007.json`` → 7), or None for any other name."""
     match = _GENERATION_FILE.match(name)
     return None if match is None else int(match.group(1))
+
+
+def _own_name(name: str) -> bool:
+    return name in _OWN_NAMES or name == HISTORY_DIR or _SET_ASIDE.match(name) is not None
+
+
+def _own_in_history(name: str) -> bool:
+    return _GENERATION_FILE.match(name) is not None or _KEPT.match(name) is not None
 
 
 class ThreadDir:
@@ -148,12 +209,16 @@ class ThreadDir:
         listing = self.generations()
         return listing[0][0] if listing else 0
 
-    def create(self) -> None:
+    def create(self) -> ThreadFolder:
         """Create the thread directory and ``history/`` (mode 0700) durably; a no-op if they exist.
 
+        An existing folder keeps its mode: the library never changes a folder it did not create.
+
+        :returns: whether the thread directory was created, its mode, and what else it holds.
         :raises HandoffWriteError: if they cannot be created.
         :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
         """
+        created = False
         try:
             for directory in (self.path, self.history_dir):
                 if directory.is_symlink() and directory == self.history_dir:
@@ -161,11 +226,43 @@ class ThreadDir:
                     raise HandoffError(directory, msg)
                 if not directory.is_dir():
                     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    created = created or directory == self.path
                     # fsync the parent: a new directory is not durable until its entry is
                     fsync_dir(directory.parent)
+            mode = stat.S_IMODE(self.path.stat().st_mode)
         except OSError as exc:
             msg = f"cannot create the thread directory: {exc.strerror or exc}"
             raise HandoffWriteError(self.path, msg) from exc
+        return ThreadFolder(self.path, created=created, mode=mode)
+
+    def entries(self) -> tuple[list[Path], list[Path]]:
+        """The thread's own entries, and every other one, in the directory and in ``history/`` (not below).
+
+        Its own: the primary, ``state.json``, the journals and the lines the doctor set aside,
+        ``transferred.json``, ``.lock``, ``history/`` and the generations and kept copies in it, and
+        temp files. Anything else (a project's files, a person's copy in ``history/``) is another's:
+        the library never changes it. A ``history/`` that is a symbolic link is not looked into.
+
+        :raises HandoffError: if the directory or ``history/`` cannot be listed.
+        """
+        temps = set(self.stray_temps())
+        own: list[Path] = []
+        others: list[Path] = []
+        folders = [(self.path, _own_name)]
+        if not self.history_dir.is_symlink():
+            folders.append((self.history_dir, _own_in_history))
+        for folder, mine in folders:
+            try:
+                names = sorted(os.listdir(folder))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                msg = f"cannot list it: {exc.strerror or exc}"
+                raise HandoffError(folder, msg) from exc
+            for name in names:
+                path = folder / name
+                (own if mine(name) or path in temps else others).append(path)
+        return own, others
 
     def holdings(self) -> list[str]:
         """The names of this directory's handoff files and channels (empty for a new thread).
@@ -212,12 +309,16 @@ class ThreadDir:
 
         A live writer's temp file exists only while it holds the lock: with the lock free, every temp
         file is a dead writer's; with it held, they are left for the next save (readers never wait).
+        A folder that refuses their removal (read-only) keeps them: opening a thread never fails for it.
         """
         if not self.stray_temps():
             return False
         with try_writer_lock(self.path) as free:
             if free:
-                self.remove_stray_temps()
+                try:
+                    self.remove_stray_temps()
+                except OSError:
+                    return True  # `handoff doctor` says why they stay
         return not free
 
     def remove_stray_temps(self) -> list[Path]:

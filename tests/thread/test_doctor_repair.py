@@ -198,7 +198,9 @@ def test_a_failed_repair_damages_nothing_already_saved(thread_dir: Path, monkeyp
     monkeypatch.setattr(atomic_module, "put_in_place", refuse)
     findings = examine(HandoffStore(thread_dir), repair=True)
     assert failed(findings)
-    assert any(f.level == "unrepaired" and "Input/output error" in f.advice for f in findings), levels(findings)
+    # the disk refused the writes: said as such, with the reason, never as data lost
+    assert any(f.level == "unwritten" and "Input/output error" in f.advice for f in findings), levels(findings)
+    assert "unrepaired" not in levels(findings)
     after = snapshot(thread_dir)
     assert {name: after[name] for name in before} == before  # every file as it was
     assert not [name for name in after if name.endswith(".tmp")]
