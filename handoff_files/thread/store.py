@@ -157,14 +157,12 @@ class HandoffStore:
         return self._thread.lock.held()
 
     def init(self) -> ThreadFolder:
-        """Create the thread directory and ``history/`` (mode 0700) durably; a no-op if they exist.
+        """Create the thread directory and ``history/`` (mode 0700) durably; an existing folder keeps its mode.
 
-        An existing folder keeps its mode (the library never changes a folder it did not create);
-        the result says so in its ``note``. A store opened with ``format="yaml"`` on a thread with
-        nothing in it yet records the format in the journal's first line ("created"), so later
-        stores opened without one keep it.
+        A store opened with ``format="yaml"`` on a thread with nothing in it yet records the format
+        in the journal's first line ("created"), so later stores opened without one keep it.
 
-        :returns: whether the folder was created, its mode, and what else it holds.
+        :returns: whether the folder was created, its mode, and what a person should know (its ``note``).
         :raises HandoffWriteError: if they cannot be created.
         :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
         """
