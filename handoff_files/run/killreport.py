@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,10 +107,7 @@ class KillRun:
         """
         found = [] if self.finished else [f"never finished: {self.ended}"]
         if self.finished and len(self.kills) < self.kills_asked:
-            found.append(
-                f"too few kills: only {len(self.kills)} of {self.kills_asked} landed before the agent finished; "
-                "give it a longer task (or kill it sooner) so that every kill tests something"
-            )
+            found.append(self._too_few_kills())
         for run in self.incarnations[:-1] if self.timed_out else self.incarnations:
             found += _broken(run, acknowledged=acknowledged, code=code, progress=progress)
         done = self.steps_done(progress)
@@ -123,6 +121,22 @@ class KillRun:
                 + ("" if missing or extra else "; the order differs")
             )
         return found
+
+    def _too_few_kills(self) -> str:
+        """Why a finished run fell short of its kills: how many its saves held, how many they need, what to turn."""
+        landed, asked = len(self.kills), self.kills_asked
+        saves = 0 if self.restored is None else self.restored.generation  # a fresh thread: its generations
+        sooner = "kill it sooner (a smaller after_saves; with when='random', a shorter span)"
+        done = f"landed before the agent finished its {saves} save{'' if saves == 1 else 's'}"
+        if not landed:
+            return f"too few kills: none of {asked} {done}: give the agent a longer task, or {sooner}"
+        # each kill used up this many saves: the task holds no more kills than its saves divided by it
+        per = saves / landed
+        return (
+            f"too few kills: only {landed} of {asked} {done} (about one kill per {per:.1f} saves, so {asked} kills "
+            f"need a task of about {math.ceil(per * asked)} saves): ask for fewer kills, give the agent a longer "
+            f"task, or {sooner}"
+        )
 
     def assert_finished(
         self,

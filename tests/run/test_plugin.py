@@ -208,9 +208,21 @@ def test_an_agent_that_finishes_before_the_kills_land_fails_the_check(tmp_path: 
     run = Killer(tmp_path, seed=1).run(agent(3), kills=5, after_saves=2)
     assert run.finished
     assert len(run.kills) == 1
+    # how many kills the task held, how many saves the kills asked for need, and the knobs to turn
     assert run.problems(names(3)) == [
-        "too few kills: only 1 of 5 landed before the agent finished; give it a longer task (or kill it sooner) "
-        "so that every kill tests something"
+        "too few kills: only 1 of 5 landed before the agent finished its 3 saves (about one kill per 3.0 saves, "
+        "so 5 kills need a task of about 15 saves): ask for fewer kills, give the agent a longer task, or kill "
+        "it sooner (a smaller after_saves; with when='random', a shorter span)"
+    ]
+
+
+def test_a_task_too_short_for_any_kill_says_so(tmp_path: Path) -> None:
+    run = Killer(tmp_path, seed=1).run(agent(1), kills=2, after_saves=3)
+    assert run.finished
+    assert run.kills == []
+    assert run.problems(names(1)) == [
+        "too few kills: none of 2 landed before the agent finished its 1 save: give the agent a longer task, "
+        "or kill it sooner (a smaller after_saves; with when='random', a shorter span)"
     ]
 
 
