@@ -389,10 +389,7 @@ class HandoffStore:
         self.record(event, generation=None, seal=None, summary=summary, **fields)
 
     def history(self) -> list[HistoryEntry]:
-        """List the generations in ``history/``, newest first, each verified; a bad or astray primary is listed first.
-
-        ``current`` marks the generation :meth:`restore` returns (none, when nothing restores); a
-        primary that verifies but holds another generation (behind ``history/``) is flagged.
+        """List the generations, newest first, verified; ``current`` marks what :meth:`restore` returns.
 
         :raises HandoffError: if ``history/`` exists but cannot be listed.
         """
