@@ -288,11 +288,11 @@ def cmd_import(args: argparse.Namespace) -> str:
 def cmd_export_context(args: argparse.Namespace) -> str:
     """``handoff export-context --to sw4rm DIR``."""
     from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see cmd_import
-    from handoff_files.foundation.atomic import write_durable  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.foundation.output import write_output  # noqa: PLC0415 -- imported per command: start-up cost
 
     data = sw4rm.export_context(args.dir)
     if args.output is not None:
-        write_durable(Path(args.output), data)
+        write_output(args.output, data)
     if args.json:  # the context as a JSON value, beside where its exact bytes went (if anywhere)
         context = json.loads(data)
         return to_json({"format": args.target_format, "path": args.output, "bytes": len(data), "context": context})

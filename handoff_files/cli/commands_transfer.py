@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from handoff_files.cli.commands import read_input
@@ -34,7 +33,7 @@ __all__ = [
 
 def cmd_export(args: argparse.Namespace) -> str:
     """``handoff export DIR``: prints the descriptor (and writes it with ``-o``)."""
-    from handoff_files.foundation.atomic import write_durable  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.foundation.output import write_output  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.transfers.export import handoff_checkpoint  # noqa: PLC0415 -- per command: start-up cost
@@ -48,7 +47,7 @@ def cmd_export(args: argparse.Namespace) -> str:
     )
     text = descriptor.to_json() + "\n"
     if args.output is not None:
-        write_durable(Path(args.output), text.encode("utf-8"))
+        write_output(args.output, text.encode("utf-8"))
     # with or without -o, --json prints the descriptor alone, so it pipes into `handoff adopt -` as the text does
     return to_json(descriptor.model_dump(mode="json")) if args.json else text
 

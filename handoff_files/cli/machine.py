@@ -17,7 +17,7 @@ from handoff_files.cli.render import one_line
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError
 
-__all__ = ["error_record", "report_failure", "to_json"]
+__all__ = ["error_record", "quiet_stdout", "report_failure", "to_json"]
 
 
 def _plain(value: Any) -> Any:
@@ -55,8 +55,27 @@ def error_record(exc: HandoffError | OSError) -> dict[str, Any]:
 
 
 def report_failure(exc: HandoffError | OSError, *, machine: bool) -> None:
-    """Say why a command failed: one line on stderr, always; with ``--json``, its record on stdout too."""
+    """Say why a command failed: one line on stderr, always; with ``--json``, its record on stdout too.
+
+    A stdout that cannot take the record (a closed pipe, a full disk) is let be: the line on
+    stderr has said why the command failed.
+    """
     print(f"handoff: {one_line(str(exc))}", file=sys.stderr)
     if machine:
-        sys.stdout.write(to_json(error_record(exc)))
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(to_json(error_record(exc)))
+            sys.stdout.flush()
+        except OSError:
+            quiet_stdout()
+
+
+def quiet_stdout() -> None:
+    """Point stdout at nothing, once it cannot be written: what its buffer still holds goes nowhere at exit, silently.
+
+    Without it, Python's own flush at exit fails again and prints "Exception ignored …" on stderr.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture): nothing is flushed at exit
+        return
+    os.dup2(os.open(os.devnull, os.O_WRONLY), fd)

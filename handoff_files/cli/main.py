@@ -8,7 +8,6 @@ library modules it uses) is imported when that command runs, so ``handoff --vers
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -30,6 +29,12 @@ __all__ = ["build_parser", "main"]
 _WRITERS: Final = frozenset(
     {"init", "save", "seal", "migrate", "import", "doctor", "acknowledge", "edit", "set", "prune"}
 )
+# -o FILE: what is written where (docs/protocols.md, "Output a person names")
+_OUTPUT_RULE: Final = (
+    "a file is replaced atomically and durably (keeping its mode), a symlink's target is written, a FIFO or "
+    "device is written in place; a hard-linked file is refused (redirect stdout to write into it)"
+)
+_OUTPUT_HELP: Final = f"write exactly these bytes to FILE instead of stdout: {_OUTPUT_RULE}"
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
 _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
 
@@ -144,7 +149,7 @@ def _add_context_commands(add: Add) -> None:
     )
     p.add_argument("--to", dest="target_format", choices=["sw4rm"], required=True, help="output format")
     p.add_argument("dir", help="thread directory (restored) or handoff file")
-    p.add_argument("-o", "--output", help="write exactly these bytes, durably, to FILE instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", help=_OUTPUT_HELP)
 
 
 def _add_care_commands(add: Add) -> None:
@@ -227,7 +232,7 @@ def _add_transfer_commands(add: Add) -> None:
     p.add_argument("--shared", action="store_true", help=shared_help)
     p.add_argument("--generation", type=positive, metavar="N", help="which generation (default: the newest verified)")
     p.add_argument("--summary", help="a line for the receiver (default: the narrative's first sentence, next step)")
-    p.add_argument("-o", "--output", help="also write the descriptor, durably, to FILE")
+    p.add_argument("-o", "--output", metavar="FILE", help=f"also write the descriptor to FILE: {_OUTPUT_RULE}")
 
     p = add(
         "adopt",
@@ -327,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.exit_code = None
         try:
             output = args.func(args)
+        except BrokenPipeError:
+            raise  # the reader of what the command printed went away: not a failure of the command
         except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
             from handoff_files.cli.machine import report_failure  # noqa: PLC0415 -- only an error needs it
 
@@ -338,12 +345,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("handoff: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `handoff log | head`: the reader has all it wanted
-        # stdout's buffer can no longer be flushed: point it at nothing so the exit is quiet
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()  # stdout's buffer can no longer be flushed: point it at nothing so the exit is quiet
         return EXIT_OK
+    except OSError as exc:  # stdout itself cannot be written (`> /dev/full`, a full disk, an I/O error)
+        print(f"handoff: <stdout>: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        _quiet_stdout()
+        return EXIT_ERROR
     if args.exit_code is not None:
         return int(args.exit_code)
     return EXIT_ERROR if args.failed else EXIT_OK
+
+
+def _quiet_stdout() -> None:
+    from handoff_files.cli.machine import quiet_stdout  # noqa: PLC0415 -- only a failed stdout needs it
+
+    quiet_stdout()
 
 
 if __name__ == "__main__":
