@@ -299,13 +299,11 @@ def request_table(
     width = max((len(handoff_id) for _, handoff_id in shown), default=0)
     lines = []
     for r, handoff_id in shown:
-        deadline = (
-            f"  expires {r.expires_at:%Y-%m-%d %H:%M:%S}" if r.expires_at and r.status is HandoffStatus.PENDING else ""
-        )
+        deadline = f"  expires {moment(r.expires_at)}" if r.expires_at and r.status is HandoffStatus.PENDING else ""
         who = f"{r.from_agent} → {r.to_agent or '?'}"
         reason = r.reason if len(r.reason) <= 60 else r.reason[:59] + "…"
         lines.append(
-            f"{handoff_id:<{width}}  {r.status.value:<9} p{r.priority:<3} {who:<28} {r.created_at:%Y-%m-%d %H:%M:%S}"
+            f"{handoff_id:<{width}}  {r.status.value:<9} p{r.priority:<3} {who:<28} {moment(r.created_at)}"
             f"{deadline}  {reason}"
         )
     lines += [f"note: skipped a damaged request: {problem}" for problem in problems]
@@ -330,9 +328,9 @@ def request_detail(request: InboxRequest) -> str:
         d = r.descriptor
         out.append(f"  checkpoint: {d.source} ({d.checkpoint_id}), blob {d.blob_id[:12]}…")
     for name in ("created_at", "expires_at", "accepted_at", "rejected_at", "completed_at"):
-        moment = getattr(r, name)
-        if moment is not None:
-            out.append(f"  {name.removesuffix('_at')}: {moment:%Y-%m-%d %H:%M:%S %Z}")
+        when = getattr(r, name)
+        if when is not None:
+            out.append(f"  {name.removesuffix('_at')}: {moment(when)}")
     if r.metadata:
         out.append("  metadata: " + _short(r.metadata))
     return "\n".join(out) + "\n"

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Unpack
 
-from handoff_files.foundation.clock import utc_now
+from handoff_files.foundation.clock import iso_z, utc_now
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffValidationError,
@@ -378,4 +378,4 @@ def _since(record: InboxRequest) -> str:
     # a settled status has its `<status>_at` field; an expired request's moment is expires_at
     expired = record.status is HandoffStatus.EXPIRED
     at = record.expires_at if expired else getattr(record, f"{record.status.value.lower()}_at", None)
-    return "" if at is None else f" (since {at.isoformat(timespec='seconds')})"
+    return "" if at is None else f" (since {iso_z(at, timespec='seconds')})"

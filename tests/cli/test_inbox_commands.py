@@ -310,3 +310,39 @@ def test_a_request_the_gate_refuses_shows_no_id_says_why_and_that_it_was_not_sto
         assert "  asked: alpha → beta, priority 5, requires sql" in rest
         assert "  reason given: needs SQL" in rest
     assert HandoffInbox(inbox).list_handoffs() == []
+
+
+UTC_TEXT = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"
+
+
+def test_inbox_times_end_in_z_as_every_other_time_does(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    from tests.cli.shell import handoff
+
+    inbox = tmp_path / "inbox"
+    made = handoff(
+        "inbox",
+        inbox,
+        "request",
+        "--from",
+        "alpha",
+        "--to",
+        "beta",
+        "--reason",
+        "x",
+        "--timeout",
+        "600",
+        env=subprocess_env,
+    )
+    assert made.returncode == 0, made.stderr
+    handoff_id = made.stdout.split()[1].rstrip(":")
+    shown = handoff("inbox", inbox, "status", handoff_id, env=subprocess_env).stdout
+    assert re.search(rf"  created: {UTC_TEXT}\n", shown), shown
+    assert re.search(rf"  expires: {UTC_TEXT}\n", shown), shown
+    assert " UTC" not in shown
+    listed = handoff("inbox", inbox, "list", env=subprocess_env).stdout
+    assert re.search(rf"PENDING .* {UTC_TEXT}  expires {UTC_TEXT}  x$", listed.strip()), listed
+    assert handoff("inbox", inbox, "accept", handoff_id, env=subprocess_env).returncode == 0
+    again = handoff("inbox", inbox, "reject", handoff_id, "--reason", "late", env=subprocess_env)
+    assert again.returncode == 1
+    assert re.search(r"it is ACCEPTED \(since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)", again.stderr), again.stderr
+    assert "+00:00" not in again.stderr
