@@ -102,10 +102,12 @@ def follow(args: argparse.Namespace, journal: Journal, entries: Sequence[Entry],
 
     The journal's size is looked at every :data:`FOLLOW_INTERVAL` seconds; when it changed, the
     journal is read again and the lines after the last one seen are printed (a rotation moves the
-    older lines to ``journal.1.jsonl``, where they are still read). Ctrl-C ends it with exit 0.
+    older lines to ``journal.1.jsonl``, where they are still read). Ctrl-C ends it: the
+    ``KeyboardInterrupt`` goes up to ``main()``, which exits 130 as for every command.
 
     :param entries: the journal's lines as read before following, oldest first; *problems*, its notes.
-    :raises HandoffError: with ``--json`` (one JSON document cannot grow), or if the journal cannot be read.
+    :raises HandoffError: with ``--json`` (one JSON document cannot grow: the parser refuses the two
+        together), or if the journal cannot be read.
     """
     from handoff_files.cli.render import timeline  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.foundation.errors import HandoffError  # noqa: PLC0415 -- imported per command
@@ -122,24 +124,21 @@ def follow(args: argparse.Namespace, journal: Journal, entries: Sequence[Entry],
     last = entries[-1] if entries else None
     noted = set(problems)
     seen = _stamp(journal)
-    try:
-        while True:
-            time.sleep(FOLLOW_INTERVAL)
-            now = _stamp(journal)
-            if now == seen:
-                continue
-            seen = now  # taken before the read: a line appended meanwhile changes it again
-            read, found = journal.check()
-            new = _after(read, last)
-            last = read[-1] if read else last
-            # a torn tail is most often a line being written right now: it is read whole on the next look
-            notes = [p.what for p in found if p.kind != "torn" and p.what not in noted]
-            noted.update(notes)
-            if any(e.event != DOCUMENT for e in new) or notes:
-                sys.stdout.write(timeline(new, notes))
-                sys.stdout.flush()
-    except KeyboardInterrupt:  # the way a person stops following: not an interruption of work
-        return ""
+    while True:  # until Ctrl-C
+        time.sleep(FOLLOW_INTERVAL)
+        now = _stamp(journal)
+        if now == seen:
+            continue
+        seen = now  # taken before the read: a line appended meanwhile changes it again
+        read, found = journal.check()
+        new = _after(read, last)
+        last = read[-1] if read else last
+        # a torn tail is most often a line being written right now: it is read whole on the next look
+        notes = [p.what for p in found if p.kind != "torn" and p.what not in noted]
+        noted.update(notes)
+        if any(e.event != DOCUMENT for e in new) or notes:
+            sys.stdout.write(timeline(new, notes))
+            sys.stdout.flush()
 
 
 def _stamp(journal: Journal) -> tuple[int, int, int] | None:

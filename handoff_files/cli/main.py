@@ -37,6 +37,9 @@ _OUTPUT_RULE: Final = (
 _OUTPUT_HELP: Final = f"write exactly these bytes to FILE instead of stdout: {_OUTPUT_RULE}"
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
 _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
+# --json added by the command itself, in a group with the options it cannot go with (log: --follow)
+_OWN_JSON: Final = frozenset({"log"})
+_JSON_HELP: Final = "print machine-readable JSON (docs/cli-json.md)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        if name not in _NOT_JSON:
-            p.add_argument("--json", action="store_true", help="print machine-readable JSON (docs/cli-json.md)")
+        if name not in _NOT_JSON and name not in _OWN_JSON:
+            p.add_argument("--json", action="store_true", help=_JSON_HELP)
         if name in _WRITERS:
             p.add_argument(
                 "--wait",
@@ -166,7 +169,11 @@ def _add_care_commands(add: Add) -> None:
     p.add_argument("dir", help="thread directory")
     p.add_argument("-n", "--lines", type=count, metavar="N", help="only the last N lines")
     p.add_argument("--since", type=since, metavar="WHEN", help="only lines since WHEN: an ISO 8601 time or 10m, 2h, 1d")
-    p.add_argument("-f", "--follow", action="store_true", help="print each new line as it is written, until Ctrl-C")
+    one_document = p.add_mutually_exclusive_group()  # --follow never ends: no one JSON document could hold it
+    one_document.add_argument("--json", action="store_true", help=_JSON_HELP)
+    one_document.add_argument(
+        "-f", "--follow", action="store_true", help="print each new line as it is written, until Ctrl-C (exit 130)"
+    )
 
     p = add(
         "run",

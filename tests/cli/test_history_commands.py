@@ -224,7 +224,7 @@ def test_cmd_log_shows_the_last_lines_and_those_since_a_time(thread: Path) -> No
     assert json.loads(cmd_log(_log_args(thread, json=True, since=since("1h"))))["entries"] == everything
 
 
-def test_follow_prints_new_lines_as_they_are_written_and_ctrl_c_ends_it(
+def test_follow_prints_new_lines_as_they_are_written_until_ctrl_c(
     thread: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     looks = []
@@ -237,7 +237,8 @@ def test_follow_prints_new_lines_as_they_are_written_and_ctrl_c_ends_it(
             raise KeyboardInterrupt
 
     monkeypatch.setattr(commands_history, "time", SimpleNamespace(sleep=sleep))
-    assert cmd_log(_log_args(thread, lines=1, follow=True)) == ""
+    with pytest.raises(KeyboardInterrupt):  # main() turns it into exit 130, as for every command
+        cmd_log(_log_args(thread, lines=1, follow=True))
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2
     assert "gen 2" in out[0]
@@ -287,7 +288,7 @@ def test_python_m_diff_prints_the_change(thread: Path, subprocess_env: dict[str,
     assert json.loads(done.stdout)["changed"] is True
 
 
-def test_python_m_log_follow_prints_a_new_save_and_exits_0_on_ctrl_c(
+def test_python_m_log_follow_prints_a_new_save_and_exits_130_on_ctrl_c(
     thread: Path, subprocess_env: dict[str, str]
 ) -> None:
     argv = [sys.executable, "-m", "handoff_files", "log", str(thread), "-n", "0", "--follow"]
@@ -298,10 +299,28 @@ def test_python_m_log_follow_prints_a_new_save_and_exits_0_on_ctrl_c(
             assert child.stdout is not None
             assert "gen 3" in child.stdout.readline()
             child.send_signal(signal.SIGINT)
-            assert child.wait(timeout=10) == 0
+            assert child.wait(timeout=10) == 130  # interrupted, as docs/cli-json.md says of every command
+            assert child.stderr is not None
+            assert child.stderr.read() == "handoff: interrupted\n"
         finally:
             if child.poll() is None:
                 child.kill()
+
+
+def test_python_m_log_follow_with_json_is_a_usage_error(thread: Path, subprocess_env: dict[str, str]) -> None:
+    for argv in (["--follow", "--json"], ["--json", "-f"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "handoff_files", "log", str(thread), *argv],
+            env=subprocess_env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("usage: handoff log")
+        assert "not allowed with argument" in done.stderr
+        assert done.stdout == ""
 
 
 # -- history stars the generation a restore returns ----------------------------------------------
