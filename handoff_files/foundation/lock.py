@@ -1,12 +1,9 @@
-"""The writers' lock: an ``flock`` on the thread's ``.lock`` file (never on a data file: rename swaps those)."""
+"""The thread's locks: an ``flock`` on ``.lock`` (writers') or ``.run.lock`` (a supervisor's), never on a data file."""
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import fcntl
-import functools
-import json
 import os
 import threading
 import time
@@ -16,13 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffLockedError, HandoffWriteError
+from handoff_files.foundation.holder import CLEARED, LockHolder, read_holder, write_record
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "LOCK_NAME",
+    "RUN_LOCK_NAME",
     "WAIT_REPORT_SECONDS",
+    "LockFile",
     "LockHolder",
     "LockWait",
     "OnLockWait",
@@ -33,6 +32,8 @@ __all__ = [
 ]
 
 LOCK_NAME: Final = ".lock"
+#: The supervisor's lock: one ``handoff run`` per thread (see :class:`LockFile`).
+RUN_LOCK_NAME: Final = ".run.lock"
 #: Seconds a writer waits for another. A save holds the lock for milliseconds; a holder that
 #: dies releases it at once (the kernel drops its flock), so a long wait means a live, stuck writer.
 DEFAULT_LOCK_TIMEOUT: Final = 30.0
@@ -44,37 +45,9 @@ _LAST_POLL: Final = 0.02
 _FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 # bound once: a dropped descriptor is closed whenever the collector gets to it, which is part of
 # no operation, so it must not show up (or be failed) in a traced or fault-injected one; nor must
-# the holder's record, advisory text whose failure changes nothing
+# the blanking of the holder's record, advisory text whose failure changes nothing
 _close: Final = os.close
-_pread: Final = os.pread
 _pwrite: Final = os.pwrite
-_HOST: Final = os.uname().nodename
-_HOST_JSON: Final = json.dumps(_HOST)
-# the holder's record: one JSON line at the start of .lock, padded to a fixed width and blanked
-# (not truncated: a truncation costs more than the rest of the lock) when the holder lets go
-_RECORD_WIDTH: Final = 256
-_CLEARED: Final = b" " * (_RECORD_WIDTH - 1) + b"\n"
-_READ_BYTES: Final = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class LockHolder:
-    """Who holds a thread's writers' lock, as the holder recorded itself in ``.lock``.
-
-    Advisory: it names the holder for people, and the lock never relies on it.
-
-    :param pid: the holding process's id (on *host*).
-    :param host: the holder's host name.
-    :param since: when it took the lock (UTC).
-    """
-
-    pid: int
-    host: str
-    since: dt.datetime
-
-    def __str__(self) -> str:
-        where = "" if self.host == _HOST else f" on {self.host}"
-        return f"pid {self.pid}{where} since {iso_z(self.since)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +171,7 @@ class WriterLock:
                     raise HandoffWriteError(self.directory, msg) from exc
                 if same:
                     held.depth = 1
-                    _record(held.fd, held.pid)
+                    write_record(held.fd, held.pid)
                     return held
                 # .lock was removed or replaced under our descriptor: lock the file there now
                 _unlock(held.fd)
@@ -207,9 +180,9 @@ class WriterLock:
                 continue
             now = time.monotonic()
             if now >= deadline:
-                raise self._timed_out(_holder_of(held.fd))
+                raise self._timed_out(read_holder(held.fd))
             if self.on_wait is not None and now >= report:
-                self.on_wait(LockWait(self.directory, _holder_of(held.fd), now - start, self.timeout))
+                self.on_wait(LockWait(self.directory, read_holder(held.fd), now - start, self.timeout))
                 report = now + WAIT_REPORT_SECONDS
             time.sleep(poll)
             poll = min(poll * 2, _LAST_POLL)
@@ -252,62 +225,10 @@ def _unlock(fd: int) -> None:
 def _release(fd: int) -> None:
     """Blank the holder's record, then drop the flock (the record is written only under the lock)."""
     try:  # noqa: SIM105 -- on the hot path, and contextlib.suppress costs a quarter of a pwrite
-        _pwrite(fd, _CLEARED, 0)
+        _pwrite(fd, CLEARED, 0)
     except OSError:
         pass  # advisory: a record left behind is told from a live one by the flock
     _unlock(fd)
-
-
-def _record(fd: int, pid: int) -> None:
-    """Write who holds the lock into the lock file *fd* (a failure changes nothing: it is advisory)."""
-    second, milli = divmod(int(time.time() * 1000), 1000)
-    head, tail = _record_parts(pid, second)
-    try:  # noqa: SIM105 -- see _release
-        _pwrite(fd, head + b"%03d" % milli + tail, 0)
-    except OSError:
-        pass
-
-
-@functools.lru_cache(maxsize=2)
-def _record_parts(pid: int, second: int) -> tuple[bytes, bytes]:
-    """A record's text before and after its milliseconds: formatting them is most of its cost, once a second."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-    head = f'{{"pid":{pid},"host":{_HOST_JSON},"since":"{stamp}.'.encode()
-    end = b'Z"}'
-    return head, end.ljust(_RECORD_WIDTH - len(head) - 3 - 1) + b"\n"
-
-
-def _holder_of(fd: int) -> LockHolder | None:
-    """The live holder the lock file *fd* names, if it names one (the caller found the lock held).
-
-    None for a blank, unreadable or malformed record, and for a stale one: a holder on this host
-    whose process is gone (the kernel dropped its flock, and the next holder has not yet written
-    its own record).
-    """
-    try:
-        first = _pread(fd, _READ_BYTES, 0).split(b"\n", 1)[0].strip()
-        record = json.loads(first) if first else None
-        if not isinstance(record, dict):
-            return None
-        pid, host, since = record.get("pid"), record.get("host"), record.get("since")
-        if type(pid) is not int or pid <= 0 or not isinstance(host, str) or not isinstance(since, str):
-            return None
-        moment = dt.datetime.fromisoformat(since)
-    except (OSError, ValueError):
-        return None
-    if moment.tzinfo is None or (host == _HOST and not _alive(pid)):
-        return None
-    return LockHolder(pid, host, moment)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: is there such a process (pid > 0: never a process group)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, under another user
-        return True
-    return True
 
 
 def lock_holder(directory: Path) -> LockHolder | None:
@@ -323,7 +244,7 @@ def lock_holder(directory: Path) -> LockHolder | None:
     except OSError:
         return None
     try:
-        holder = _holder_of(fd)
+        holder = read_holder(fd)
         if holder is None:
             return None
         try:  # a shared flock taken (and dropped) in passing: taken means no writer holds it
@@ -379,13 +300,90 @@ def try_writer_lock(directory: Path) -> Iterator[bool]:
             yield False
             return
         owner = os.getpid()
-        _record(fd, owner)
+        write_record(fd, owner)
         try:
             yield True
         finally:
             if os.getpid() == owner:  # a forked child leaving the block: the record is its parent's
                 with contextlib.suppress(OSError):
-                    _pwrite(fd, _CLEARED, 0)
+                    _pwrite(fd, CLEARED, 0)
     finally:
         # closing the only descriptor of the open file drops its flock
         os.close(fd)
+
+
+class LockFile:
+    """An exclusive ``flock`` on one file of a directory, taken without waiting and held for as long as
+    its holder likes: a supervisor's, for its whole run (a save takes :class:`WriterLock` instead).
+
+    - **a dead holder frees it at once**: the kernel drops the flock when the open file's last
+      descriptor closes;
+    - **so a child given the descriptor holds it too**, until it closes it or exits: a supervisor
+      hands it to its agent, and an agent left running after its supervisor died keeps the next
+      supervisor off the thread;
+    - **the holder is named**: it records itself (:class:`LockHolder`) as a writer does, and blanks
+      the record when it lets go;
+    - **the file it locks is the one at its name**: created 0600, never through a symbolic link,
+      and taken again on the file there if it was replaced between the open and the flock.
+
+    :param directory: the directory that holds the lock file.
+    :param name: the lock file's name (e.g. :data:`RUN_LOCK_NAME`).
+    """
+
+    def __init__(self, directory: Path, name: str) -> None:
+        self.directory = directory
+        self.path = directory / name
+        self.fd = -1  # the held descriptor, while held
+        self._owner = 0
+
+    def acquire(self) -> bool:
+        """Take the lock if it is free now (never waits); whether it was taken.
+
+        :raises HandoffWriteError: if the lock file cannot be opened or locked.
+        """
+        while self.fd < 0:
+            try:
+                fd = os.open(self.path, _FLAGS, 0o600)
+            except OSError as exc:
+                msg = f"cannot open the lock file {self.path.name}: {exc.strerror or exc}"
+                raise HandoffWriteError(self.directory, msg) from exc
+            try:
+                if not _try_flock(fd, self.directory):
+                    _close(fd)
+                    return False
+                same = _same_file(fd, self.path)
+            except HandoffWriteError:
+                _close(fd)
+                raise
+            except OSError as exc:
+                _close(fd)
+                msg = f"cannot check the lock file {self.path.name}: {exc.strerror or exc}"
+                raise HandoffWriteError(self.directory, msg) from exc
+            if same:
+                self.fd, self._owner = fd, os.getpid()
+            else:
+                _close(fd)  # replaced or removed under us: lock the file there now
+        write_record(self.fd, self._owner)
+        return True
+
+    def holder(self) -> LockHolder | None:
+        """Who recorded itself as the holder (alive or not: the caller found the lock held); None if nobody did."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            return read_holder(fd, live=False)
+        finally:
+            _close(fd)
+
+    def release(self) -> None:
+        """Blank the record and close the descriptor: the lock is free once no child still holds it too."""
+        if self.fd < 0:
+            return
+        if self._owner == os.getpid():  # a forked child leaving: the lock is its parent's
+            with contextlib.suppress(OSError):
+                _pwrite(self.fd, CLEARED, 0)
+        with contextlib.suppress(OSError):
+            _close(self.fd)
+        self.fd = -1

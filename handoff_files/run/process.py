@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -15,6 +18,7 @@ from typing import IO, Any, Final
 __all__ = [
     "ForwardedSignals",
     "exit_status",
+    "parent_death_hook",
     "signal_group",
     "signal_name",
     "start_group",
@@ -24,6 +28,48 @@ __all__ = [
 
 #: How often a group being stopped is looked at, in seconds, unless the caller says otherwise.
 POLL_SECONDS: Final = 0.02
+_PR_SET_PDEATHSIG: Final = 1  # <linux/prctl.h>
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up once in the parent (a child between fork and exec loads nothing); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (AttributeError, OSError):  # a libc without it, or no libc to load
+        return None
+    return prctl
+
+
+def parent_death_hook() -> Callable[[], None] | None:
+    """What a child runs between fork and exec to be SIGKILLed when the thread that started it ends.
+
+    Linux's ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel kills the child when its parent dies,
+    however it dies (SIGKILL included, where no handler of the parent's runs). The parent is the
+    *thread* that forked, so the thread that starts a child must outlive it (the supervisor and the
+    kill runner wait for their agents on the thread that started them). The child checks its parent
+    after asking, so a parent that died first is not missed. The setting survives ``exec``, except
+    of a set-user-ID, set-group-ID or file-capability program, and is not inherited by what the
+    child starts: its own children outlive it unless they ask too.
+
+    :returns: the hook, or None where ``prctl`` is missing (not Linux): there a child outlives a
+        parent killed by SIGKILL, and only the parent's own clean-up (on SIGTERM, SIGINT, an error)
+        stops it.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def die_with_parent() -> None:
+        # in the child, before exec: a failed prctl (never for a valid signal) leaves it as it would be without one
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request was in place: die as it would have made us
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return die_with_parent
 
 
 def start_group(
@@ -32,22 +78,32 @@ def start_group(
     *,
     stdout: IO[bytes] | None = None,
     stderr: IO[bytes] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start *command* as the leader of a new process group, with stdin from ``/dev/null``.
+    """Start *command* as the leader of a new process group, with stdin from ``/dev/null``, dying with its parent.
 
     Its own group: a terminal's Ctrl-C reaches only the caller (which decides what to pass on),
     and a signal to the group reaches whatever the agent started. No stdin: an agent started in a
-    background group would be stopped (SIGTTIN) by a read from the terminal, silently.
+    background group would be stopped (SIGTTIN) by a read from the terminal, silently. Killed by
+    the kernel if the calling thread ends first, where the system allows (:func:`parent_death_hook`).
 
     :param command: the argv.
     :param env: its whole environment.
     :param stdout: where its output goes (default: this process's).
     :param stderr: where its errors go (default: this process's).
+    :param pass_fds: descriptors it inherits (every other one is closed in it).
     :returns: the started process; its pid is its group's id.
     :raises OSError: if the command cannot be started.
     """
     return subprocess.Popen(
-        list(command), env=dict(env), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, process_group=0
+        list(command),
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        process_group=0,
+        preexec_fn=parent_death_hook(),  # noqa: PLW1509 -- the only way to ask for it; the hook takes no lock, imports nothing
+        pass_fds=tuple(pass_fds),
     )
 
 

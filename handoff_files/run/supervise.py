@@ -24,6 +24,7 @@ from handoff_files.run.process import (
     sweep_group,
 )
 from handoff_files.run.restart import Unrestorable, restore_or_reason, restore_story
+from handoff_files.run.runlock import supervising
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
@@ -86,9 +87,11 @@ def supervise(
     SIGTERM and SIGINT are forwarded to the agent and end the run (only when called from the main
     thread: elsewhere signals cannot be caught, and the run ends by itself). The agent runs in its
     own process group with stdin from ``/dev/null``; the whole group is stopped on every way out,
-    so no process is left behind. Every start, restore and death is told to *report*. A thread
-    whose files exist but none verifies is not started at all: that would be an agent started
-    without its context.
+    so no process is left behind, and the kernel kills the agent if the supervisor dies first
+    (Linux; see :func:`~handoff_files.run.process.parent_death_hook`). One supervisor per thread:
+    the run holds the thread's run lock (``.run.lock``) from start to end, and its agents hold it
+    with it. Every start, restore and death is told to *report*. A thread whose files exist but
+    none verifies is not started at all: that would be an agent started without its context.
 
     :param thread_dir: the thread directory.
     :param command: the agent's argv.
@@ -105,6 +108,7 @@ def supervise(
     :param report: called with each message in plain words (default: printed on stderr).
     :returns: how the run ended; ``exit_code`` 0 only if the agent finished.
     :raises HandoffValidationError: if an argument is out of range.
+    :raises HandoffLockedError: if another run supervises the thread, or an agent one left holds its run lock.
     :raises InvalidNameError: if the directory's name is not a valid thread id.
     :raises HandoffError: if the thread directory cannot be opened as a store.
     """
@@ -124,19 +128,22 @@ def supervise(
     if any(problems):
         msg = "; ".join(problem for problem in problems if problem)
         raise HandoffValidationError(store.path, msg)
-    run = _Supervisor(
-        store,
-        list(command),
-        _Policy(max_restarts, backoff, max_backoff, ack_timeout, on_missing_ack, require_code, grace),
-        dict(os.environ if env is None else env),
-        report,
-    )
-    with run.signals.catching():
-        try:
-            result = run.run()
-        finally:
-            run.stop_agent()  # whatever went wrong, the agent and its group never outlive the supervisor
-    run.note(f"handoff run ended (exit {result.exit_code}): {result.reason}", exit_code=result.exit_code)
+    store.init()  # the run lock lives in the thread directory
+    with supervising(store.path) as run_lock:
+        run = _Supervisor(
+            store,
+            list(command),
+            _Policy(max_restarts, backoff, max_backoff, ack_timeout, on_missing_ack, require_code, grace),
+            dict(os.environ if env is None else env),
+            report,
+            fd=run_lock,
+        )
+        with run.signals.catching():
+            try:
+                result = run.run()
+            finally:
+                run.stop_agent()  # whatever went wrong, the agent and its group never outlive the supervisor
+        run.note(f"handoff run ended (exit {result.exit_code}): {result.reason}", exit_code=result.exit_code)
     return result
 
 
@@ -163,9 +170,10 @@ class _Outcome:
 
 class _Supervisor:
     def __init__(
-        self, store: HandoffStore, command: list[str], policy: _Policy, env: dict[str, str], report: Report
+        self, store: HandoffStore, command: list[str], policy: _Policy, env: dict[str, str], report: Report, *, fd: int
     ) -> None:
         self.store = store
+        self.run_lock = fd  # the run lock's descriptor: each agent holds it with us, so one left behind keeps runs off
         self.journal = Journal(store.path)
         self.command = command
         self.policy = policy
@@ -304,7 +312,7 @@ class _Supervisor:
         env = {**self.env, "HANDOFF_DIR": directory, "HANDOFF_GENERATION": str(self.generation)}
         try:
             # its own process group: the terminal's Ctrl-C reaches the supervisor, which forwards it
-            self.proc = start_group(self.command, env)
+            self.proc = start_group(self.command, env, pass_fds=(self.run_lock,))
         except OSError as exc:
             return f"cannot start the agent {self.command[0]!r}: {exc.strerror or exc}"
         wait = f"; it has {self.policy.ack_timeout:g} s to acknowledge it" if restored is not None else ""
