@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from handoff_files.cli.exits import EXIT_UNFINISHED
-from handoff_files.cli.machine import to_json
+from handoff_files.cli.machine import DOCTOR_KEYS, RUN_KEYS, ordered, to_json
 from handoff_files.cli.render import (
     briefing,
     findings_report,
@@ -307,7 +307,7 @@ def cmd_doctor(args: argparse.Namespace) -> str:
     findings = examine(thread_of(args.dir, **lock_options(args)), repair=args.repair)
     args.failed = failed(findings)
     if args.json:
-        return to_json([dataclasses.asdict(f) for f in findings])
+        return to_json([ordered(dataclasses.asdict(f), DOCTOR_KEYS) for f in findings])
     return findings_report(findings)
 
 
@@ -342,7 +342,7 @@ def cmd_run(args: argparse.Namespace) -> str:
     )
     args.exit_code = result.exit_code  # 0, 1, or 128 + the signal that stopped the run
     # the story (restores, deaths, restarts, the reason) went to stderr as it happened; stdout is the agent's
-    return to_json(dataclasses.asdict(result)) if args.json else ""
+    return to_json(ordered(dataclasses.asdict(result), RUN_KEYS)) if args.json else ""
 
 
 def cmd_history(args: argparse.Namespace) -> str:

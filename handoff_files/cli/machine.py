@@ -10,14 +10,15 @@ import enum
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Final
 
 from handoff_files.cli.render import one_line
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError
 
-__all__ = ["error_record", "quiet_stdout", "report_failure", "to_json"]
+__all__ = ["DOCTOR_KEYS", "RUN_KEYS", "error_record", "ordered", "quiet_stdout", "report_failure", "to_json"]
 
 
 def _plain(value: Any) -> Any:
@@ -31,6 +32,16 @@ def _plain(value: Any) -> Any:
         return value.value
     msg = f"{type(value).__name__} has no JSON form in handoff's machine output"
     raise TypeError(msg)
+
+
+#: The key orders docs/cli-json.md gives (and schemas/cli/ requires) where a library record's fields differ.
+DOCTOR_KEYS: Final = ("level", "kind", "what", "advice")
+RUN_KEYS: Final = ("exit_code", "restarts", "acknowledged", "with_code", "last_generation", "reason")
+
+
+def ordered(record: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """*record* with *keys* first, in that order (the documented one), then any others as they come."""
+    return {key: record[key] for key in keys if key in record} | {k: v for k, v in record.items() if k not in keys}
 
 
 def to_json(value: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -289,3 +290,51 @@ def test_every_cli_schema_is_used_and_named_in_the_docs() -> None:
     docs = (ROOT / "docs" / "cli-json.md").read_text(encoding="utf-8")
     missing = [name for name in sorted(on_disk) if f"schemas/cli/{name}.schema.json" not in docs]
     assert not missing, f"docs/cli-json.md does not name {missing}"
+
+
+def _required(schema_name: str) -> tuple[str, list[str]] | None:
+    """A schema's documented key order (its ``required``), and whether it is of an object or of a list's items."""
+    schema = json.loads((SCHEMAS / "cli" / f"{schema_name}.schema.json").read_text(encoding="utf-8"))
+    if "$ref" in schema or "allOf" in schema:
+        return None  # a receipt and more (seal): the receipt's order, then the rest
+    if "required" in schema:
+        return "object", schema["required"]
+    if "required" in schema.get("items", {}):
+        return "items", schema["items"]["required"]
+    return None  # a schema made of others (a receipt, a descriptor, one of two shapes)
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=name) for name, case in CASES.items()])
+def test_every_command_prints_its_keys_in_the_order_its_schema_and_the_docs_give(
+    case: Case, world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shape = _required(case.schema)
+    if shape is None:
+        pytest.skip(f"{case.schema}'s schema is made of others: checked where they are used")
+    document = run(case.argv(world), capsys, case.exit_code)
+    kind, order = shape
+    for item in [document] if kind == "object" else document:
+        assert list(item) == order, f"{case.command} --json prints its keys out of order"
+
+
+def test_the_docs_name_each_commands_keys_in_its_schemas_order() -> None:
+    """docs/cli-json.md's table names a command's keys in the order the command prints them (its schema's)."""
+    docs = (ROOT / "docs" / "cli-json.md").read_text(encoding="utf-8")
+    rows = [line for line in docs.splitlines() if line.startswith("| `")]
+    checked = []
+    for row in rows:
+        _, prints, links = row.rsplit("|", 3)[-4:-1] if row.count("|") >= 4 else ("", "", "")
+        found = re.search(r"schemas/cli/([a-z-]+)\.schema\.json", links)
+        shape = None if found is None else _required(found[1])
+        if shape is None:
+            continue
+        order = shape[1]
+        while re.search(r"\([^()]*\)", prints):  # what a key's note says (in brackets) names no key of its own
+            prints = re.sub(r"\([^()]*\)", "", prints)
+        named = [word for word in re.findall(r"[`\"]([a-z_]+)[`\"]", prints) if word in order]
+        named = list(dict.fromkeys(named))  # first mention of each
+        if not named:
+            continue  # the row points at another document instead of listing keys (an inbox request)
+        assert named == order, f"docs/cli-json.md's row for {found[1] if found else row} names {named}, not {order}"
+        checked.append(found[1] if found else row)
+    assert {"doctor", "run", "history", "show"} <= set(checked)
