@@ -6,7 +6,7 @@ import argparse
 import math
 import re
 
-__all__ = ["agent", "budget", "count", "keep", "positive", "seconds", "wait"]
+__all__ = ["agent", "budget", "count", "keep", "positive", "seconds", "thread_id", "wait"]
 
 
 def count(text: str) -> int:
@@ -48,14 +48,24 @@ def seconds(text: str) -> float:
     return _finite(text, zero=False)
 
 
-def agent(text: str) -> str:
-    """An agent id: the rule every id follows (it becomes a directory name)."""
+def _identifier(text: str, what: str) -> str:
+    """An id: the rule every id follows (it becomes a directory name); *what* names it in the refusal."""
     from handoff_files.foundation.names import ID_PATTERN  # noqa: PLC0415 -- one regex, only when given
 
     if not re.fullmatch(ID_PATTERN, text):
-        msg = f"{text!r} is not a valid agent id: 1 to 64 letters, digits, '.', '_' or '-', a letter or digit first"
+        msg = f"{text!r} is not a valid {what}: 1 to 64 letters, digits, '.', '_' or '-', a letter or digit first"
         raise argparse.ArgumentTypeError(msg)
     return text
+
+
+def agent(text: str) -> str:
+    """An agent id."""
+    return _identifier(text, "agent id")
+
+
+def thread_id(text: str) -> str:
+    """A thread id (``--thread-id``)."""
+    return _identifier(text, "thread id")
 
 
 def keep(text: str) -> int:

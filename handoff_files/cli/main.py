@@ -8,12 +8,13 @@ library modules it uses) is imported when that command runs, so ``handoff --vers
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
 from handoff_files.cli.agents_parser import Add, add_agent_commands
-from handoff_files.cli.arguments import agent, count, keep, positive, seconds, wait
+from handoff_files.cli.arguments import agent, count, keep, positive, seconds, thread_id, wait
 from handoff_files.cli.commands_edit import register as add_edit_commands
 from handoff_files.cli.commands_history import register as add_history_commands
 from handoff_files.cli.commands_history import since
@@ -65,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                 metavar="S",
                 help="seconds to wait for another writer's lock, saying who holds it (default 30; 0: fail at once)",
             )
-        p.set_defaults(func=func)
+        # an unrecognized argument is told in this command's usage, not the top level's
+        p.set_defaults(func=func, usage_error=p.error)
         return p
 
     # in this order in `handoff --help`
@@ -128,7 +130,7 @@ def _add_file_commands(add: Add) -> None:
 
 def _add_id_options(p: argparse.ArgumentParser) -> None:
     """``--thread-id`` and ``--agent-id``: a first save's ids, where the folder's name will not do."""
-    p.add_argument("--thread-id", type=agent, metavar="ID", help="the thread's id (default: the folder's name)")
+    p.add_argument("--thread-id", type=thread_id, metavar="ID", help="the thread's id (default: the folder's name)")
     p.add_argument("--agent-id", type=agent, metavar="ID", help="the agent's id (default: the thread's)")
 
 
@@ -271,7 +273,7 @@ def _add_inbox_commands(add: Add) -> None:
         # SUPPRESS: given before or after ACTION, --json is kept (a subparser's default would reset it)
         q.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
         q.add_argument("--shared", action="store_true", default=argparse.SUPPRESS, help=shared_help)
-        q.set_defaults(func=func)
+        q.set_defaults(func=func, usage_error=q.error)
         return q
 
     q = action(
@@ -334,7 +336,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         one line, no traceback; a write under way finishes or leaves nothing).
     """
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        words = sys.argv[1:] if argv is None else list(argv)
+        args, extra = parser.parse_known_args(words)
+        if extra:  # exits 2, with the usage of the command typed (argparse's own would give the top level's)
+            getattr(args, "usage_error", parser.error)(_unrecognized(args, extra, words))
         args.failed = False
         args.exit_code = None
         try:
@@ -361,6 +367,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.exit_code is not None:
         return int(args.exit_code)
     return EXIT_ERROR if args.failed else EXIT_OK
+
+
+def _unrecognized(args: argparse.Namespace, extra: list[str], words: list[str]) -> str:
+    """What argparse would say of *extra*; for ``run``, that the agent's own options need ``--`` before the command."""
+    said = f"unrecognized arguments: {' '.join(extra)}"
+    command = getattr(args, "agent_command", None)
+    if args.command != "run" or not command or command[0] not in words:
+        return said
+    start = words.index(command[0], words.index("run") + 1)  # where the agent's command begins
+    fixed = shlex.join(words[words.index("run") + 1 : start]) + " -- " + shlex.join(words[start:])
+    return f"{said} (the agent's command has options of its own: put it after --, as in: handoff run {fixed})"
 
 
 def _quiet_stdout() -> None:
