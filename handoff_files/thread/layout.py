@@ -13,7 +13,7 @@ from typing import Final
 from handoff_files.format.codec import Format
 from handoff_files.foundation.atomic import fsync_dir, remove_stray_temps, stray_temps
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
-from handoff_files.foundation.lock import LOCK_NAME, try_writer_lock
+from handoff_files.foundation.lock import LOCK_NAME, RUN_LOCK_NAME, try_writer_lock
 
 __all__ = [
     "EXTENSIONS",
@@ -46,7 +46,14 @@ TRANSFERRED_NAME: Final = "transferred.json"
 # a sealed generation in history/: eight or more digits, then the format's ending
 _GENERATION_FILE: Final = re.compile(r"(\d{8,})\.(?:json|yaml)\Z")
 # the files the library writes in the thread directory (temp files aside: foundation/atomic.py names those)
-_OWN_NAMES: Final = PRIMARY_NAMES | {MIRROR_NAME, JOURNAL_NAME, PREVIOUS_JOURNAL_NAME, TRANSFERRED_NAME, LOCK_NAME}
+_OWN_NAMES: Final = PRIMARY_NAMES | {
+    MIRROR_NAME,
+    JOURNAL_NAME,
+    PREVIOUS_JOURNAL_NAME,
+    TRANSFERRED_NAME,
+    LOCK_NAME,
+    RUN_LOCK_NAME,
+}
 # damaged journal lines the doctor set aside: journal.damaged-<stamp>.jsonl, journal.1.damaged-<stamp>.jsonl
 _SET_ASIDE: Final = re.compile(r"journal(?:\.1)?\.damaged-\d{8}T\d{12}Z\.jsonl\Z")
 # a file kept in history/ by kept_copy(): displaced-…, displaced-doctor-…, damaged-…, legacy-…, legacy-1.0-…
@@ -239,9 +246,10 @@ class ThreadDir:
         """The thread's own entries, and every other one, in the directory and in ``history/`` (not below).
 
         Its own: the primary, ``state.json``, the journals and the lines the doctor set aside,
-        ``transferred.json``, ``.lock``, ``history/`` and the generations and kept copies in it, and
-        temp files. Anything else (a project's files, a person's copy in ``history/``) is another's:
-        the library never changes it. A ``history/`` that is a symbolic link is not looked into.
+        ``transferred.json``, ``.lock``, ``.run.lock``, ``history/`` and the generations and kept
+        copies in it, and temp files. Anything else (a project's files, a person's copy in
+        ``history/``) is another's: the library never changes it. A ``history/`` that is a symbolic
+        link is not looked into.
 
         :raises HandoffError: if the directory or ``history/`` cannot be listed.
         """

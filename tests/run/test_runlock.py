@@ -199,3 +199,19 @@ def test_without_prctl_an_agent_left_running_keeps_the_next_run_off_the_thread(r
     runs.stop_file.touch()
     again = runs.start(thread_dir)
     assert again.wait(WAIT) == 0, runs.err(again)
+
+
+def test_the_run_lock_is_the_threads_own_file_for_the_doctor(runs: Runs, thread_dir: Path) -> None:
+    runs.stop_file.touch()
+    assert runs.start(thread_dir).wait(WAIT) == 0
+    (thread_dir / RUN_LOCK_NAME).chmod(0o644)
+    doctor = subprocess.run(
+        [sys.executable, "-m", "handoff_files", "doctor", "--repair", str(thread_dir)],
+        capture_output=True,
+        text=True,
+        env=runs.env,
+        check=False,
+        timeout=WAIT,
+    )
+    assert "other entr" not in doctor.stdout, doctor.stdout  # not "not the thread's: the doctor never changes them"
+    assert (thread_dir / RUN_LOCK_NAME).stat().st_mode & 0o777 == 0o600  # narrowed, as the thread's own files are
