@@ -47,6 +47,7 @@ __all__ = [
     "cmd_show",
     "cmd_validate",
     "read_input",
+    "receipt_line",
 ]
 
 
@@ -57,9 +58,24 @@ def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str, *, chang
         return to_json(dataclasses.asdict(receipt) | ({} if changed is None else {"changed": changed}))
     if changed is False:
         return f"{receipt.path} is already sealed (generation {receipt.generation}, {short_digest(receipt.checksum)})\n"
-    lines = [f"{verb} generation {receipt.generation} to {receipt.path} ({short_digest(receipt.checksum)})"]
+    lines = [receipt_line(receipt, verb)]
     lines += [f"note: {problem}" for problem in receipt.problems]
     return "\n".join(lines) + "\n"
+
+
+def receipt_line(receipt: SaveReceipt, verb: str, what: str = "") -> str:
+    """A save's line for a person: its generation and the file it went to; *what* says what was saved.
+
+    A save left unfinished names its thread, never the primary: that may be the copy not written.
+    """
+    of = f", {what}," if what else ""
+    digest = short_digest(receipt.checksum)
+    if receipt.unfinished:
+        return (
+            f"{verb} generation {receipt.generation}{of} in {receipt.path.parent} ({digest}): committed, "
+            "but not every copy was written (said above)"
+        )
+    return f"{verb} generation {receipt.generation}{of} to {receipt.path} ({digest})"
 
 
 STDIN = "<stdin>"
@@ -228,10 +244,10 @@ def cmd_seal(args: argparse.Namespace) -> str:
 
     store = thread_of(args.path, **lock_options(args))
     try:
-        pending = read_edit(store.layout, store.primary)
+        pending = read_edit(store.layout, store.primary, restore=store.restore)
     except ChecksumMismatchError:
         # not rewritten since it was sealed, so it reads as corrupt: a person may still say it is theirs
-        pending = read_edit(store.layout, store.primary, accept_corrupt=True)
+        pending = read_edit(store.layout, store.primary, accept_corrupt=True, restore=store.restore)
     if isinstance(pending, Edit):
         print(pending.diff() or "(the layers are unchanged: only the seal differs)", file=sys.stderr, end="")
         if pending.corrupt and not (args.yes or _confirmed(f"seal {store.primary.name} as the next generation?")):

@@ -98,7 +98,10 @@ def cmd_edit(args: argparse.Namespace) -> str:
 
     command = editor_command()
     store = thread_of(args.path, **_lock_options(args))
-    path = prepare(store)
+    copy = prepare(store)
+    if copy.note:  # the primary did not verify: the copy is of the newest verified generation instead
+        print(f"handoff: {copy.note}", file=sys.stderr)
+    path = copy.path
     try:
         while True:
             _run_editor(command, path, discard)
@@ -215,10 +218,9 @@ def _receipt_record(receipt: SaveReceipt | None, args: argparse.Namespace, verb:
 
 
 def _receipt_line(receipt: SaveReceipt, args: argparse.Namespace, verb: str, what: str) -> str:
-    from handoff_files.cli.commands import tell_unfinished  # noqa: PLC0415 -- imported per command
-    from handoff_files.cli.terminal import short_digest  # noqa: PLC0415 -- imported per command
+    from handoff_files.cli.commands import receipt_line, tell_unfinished  # noqa: PLC0415 -- imported per command
 
     tell_unfinished(receipt, args, verb)
-    lines = [f"{verb} generation {receipt.generation}, {what}, to {receipt.path} ({short_digest(receipt.checksum)})"]
+    lines = [receipt_line(receipt, verb, what)]
     lines += [f"note: {problem}" for problem in receipt.problems]
     return "\n".join(lines) + "\n"
