@@ -14,9 +14,11 @@ __all__ = ["cmd_acknowledge", "cmd_brief", "cmd_hook", "cmd_install", "cmd_mcp"]
 
 def cmd_brief(args: argparse.Namespace) -> str:
     """``handoff brief THREAD [--budget N]``: the restored handoff written for a model, with its code."""
+    from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.uptake.briefing import briefing_for  # noqa: PLC0415 -- imported per command: start-up cost
 
-    briefing = briefing_for(args.dir, budget=args.budget)
+    # thread_of first: a mistyped path is "no such …" as for every command, never "nothing saved here yet"
+    briefing = briefing_for(thread_of(args.dir).path, budget=args.budget)
     if briefing is None:
         msg = "nothing saved here yet: no briefing to give (the agent starts fresh)"
         raise NoHandoffError(args.dir, msg)

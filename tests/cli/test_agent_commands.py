@@ -40,8 +40,23 @@ def test_brief_refuses_a_budget_too_small_and_an_empty_thread(
         main(["brief", str(thread), "--budget", "10"])
     assert usage.value.code == 2
     assert "argument --budget: a briefing needs at least 1000 characters, not 10" in capsys.readouterr().err
-    assert main(["brief", str(tmp_path / "none")]) == 1
+    HandoffStore(tmp_path / "empty").init()
+    assert main(["brief", str(tmp_path / "empty")]) == 1
     one_error_line(capsys.readouterr().err, "nothing saved here yet")
+
+
+def test_brief_of_a_path_that_does_not_exist_says_so_as_every_other_command_does(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    from tests.cli.shell import handoff
+
+    missing = tmp_path / "nonexistent"
+    done = handoff("brief", missing, env=subprocess_env)
+    assert done.returncode == 1
+    assert done.stderr == handoff("history", missing, env=subprocess_env).stderr
+    assert "no such" in done.stderr
+    assert "nothing saved here yet" not in done.stderr
+    assert not missing.exists()
 
 
 def test_acknowledge_takes_the_right_code_and_refuses_a_wrong_one(
