@@ -41,13 +41,17 @@ lint: $(STAMP_TEST)
 typecheck: $(STAMP_TEST)
 	$(BIN)/mypy
 
+# every core (-n auto); worksteal keeps both busy when one file's tests are slow; the 10 slowest are named at the end
+PYTEST_ARGS := -q -p no:cacheprovider -n auto --dist worksteal --durations=10
+
 pytest: $(STAMP_TEST)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
+	$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not slow"
 
 test: lint typecheck pytest
 
+# what make test leaves out for time (see the README's "Tests" section): exit 5 (no test) fails too
 slow: $(STAMP_TEST)
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest $(PYTEST_ARGS) -m slow
 
 # the product as a user installs it: build the wheel, install it into a fresh venv outside the checkout
 # (bare, then with its extras) and run .ci/smoke_installed.py from there (about 1-2 minutes)

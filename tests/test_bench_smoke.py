@@ -208,6 +208,7 @@ def test_report_flags_a_sqlite_default_that_does_not_sync_every_commit(
     assert ("syncs every commit" in goals) is not flagged
 
 
+@pytest.mark.slow  # builds and times the package before and after in fresh processes: ~30 s
 def test_the_import_bench_runs_before_and_after_and_writes_its_table(tmp_path: Path) -> None:
     """A smoke run against HEAD as "before" (always there, even in a shallow clone)."""
     from bench import bench_import

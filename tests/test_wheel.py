@@ -133,6 +133,7 @@ def test_a_new_subpackage_is_in_the_wheel_without_being_listed(tmp_path: Path) -
     assert source_files(tree) - shipped == set()
 
 
+@pytest.mark.slow  # a venv and an install: ~30 s (CI's `make installed` installs the wheel too, with its extras)
 def test_the_installed_wheel_migrates_old_samples_outside_the_source_tree(
     built: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -1,27 +1,32 @@
-"""A LangGraph graph of 100 steps, SIGKILLed 50 times and restarted through the restart-kill plugin."""
+"""A 100-step LangGraph graph, SIGKILLed 10 times (50 in `make slow`), restarted by the restart-kill plugin."""
 
 from __future__ import annotations
 
 from collections import Counter
+
+import pytest
 
 from handoff_files.langgraph import HandoffSaver
 from handoff_files.run.killrun import Killer
 from tests.langgraph.kill_agent import STEPS
 
 
-def test_a_graph_killed_fifty_times_finishes_each_step_once(
-    handoff_killer: Killer, python: str, subprocess_env: dict[str, str]
+@pytest.mark.parametrize(
+    "kills", [pytest.param(10, id="10-kills"), pytest.param(50, id="50-kills", marks=pytest.mark.slow)]
+)
+def test_a_graph_killed_many_times_finishes_each_step_once(
+    handoff_killer: Killer, python: str, subprocess_env: dict[str, str], kills: int
 ) -> None:
     run = handoff_killer.run(
         [python, "-m", "tests.langgraph.kill_agent"],
-        kills=50,
+        kills=kills,
         when="saves",
         after_saves=(1, 2),  # 50 kills land within the graph's ~100 checkpoints
         timeout=600,
         env=subprocess_env,
     )
     assert run.finished, run.ended
-    assert len(run.kills) == 50
+    assert len(run.kills) == kills
     # the graph's own state: every step applied exactly once, in order
     last = HandoffSaver(run.thread.parent).get_tuple({"configurable": {"thread_id": run.thread.name}})
     assert last is not None

@@ -64,9 +64,16 @@ def test_kills_part_kills_writers_mid_save_and_loses_nothing(
     ("durability", "calls"),
     [
         # a full save's commit point is its history file: fsync, rename, directory fsync
-        pytest.param("full", ("openat", "write", "fsync", "rename", "flock", "mkdir"), id="full"),
+        pytest.param(
+            "full", ("openat", "write", "fsync", "rename", "flock", "mkdir"), id="full", marks=pytest.mark.slow
+        ),
         # a journal-first save's is one fdatasync of its journal lines
-        pytest.param("journal", ("openat", "write", "fdatasync", "rename", "flock", "mkdir"), id="journal"),
+        pytest.param(
+            "journal",
+            ("openat", "write", "fdatasync", "rename", "flock", "mkdir"),
+            id="journal",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_syscalls_part_kills_a_save_at_every_system_call_and_loses_nothing(
@@ -80,8 +87,11 @@ def test_syscalls_part_kills_a_save_at_every_system_call_and_loses_nothing(
         assert re.search(rf"\b{call} \d", row.notes), f"no {call} among the points: {row.notes}"
 
 
-def test_syscalls_part_in_journal_mode_loses_nothing(tmp_path: Path) -> None:
-    row = syscalls.run(_options(tmp_path, 100, "journal"))  # a random 100 of the points
+@pytest.mark.parametrize("durability", DURABILITIES)
+def test_syscalls_part_at_a_random_100_points_loses_nothing(
+    tmp_path: Path, durability: Literal["full", "journal"]
+) -> None:
+    row = syscalls.run(_options(tmp_path, 100, durability))  # a random 100 of the points (every one: make slow)
     assert row.ok, row.failures
     assert row.kills == row.cases == 100
 
