@@ -369,7 +369,8 @@ class LockFile:
     def holder(self) -> LockHolder | None:
         """Who recorded itself as the holder (alive or not: the caller found the lock held); None if nobody did."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO put in the lock file's place cannot hang the reader
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return None
         try:
