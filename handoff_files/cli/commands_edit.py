@@ -41,8 +41,8 @@ def register(add: Add) -> None:
     p = add(
         "set",
         cmd_set,
-        "change the layers at dotted keys (KEY=VALUE, KEY+=VALUE appends; VALUE is JSON, else text) "
-        "and save them as the next generation",
+        "change the layers at dotted keys (KEY=VALUE, KEY+=VALUE appends; VALUE is JSON, else text, and a "
+        "number that would not read back as typed, such as 1.10, is kept as text) and save them as the next generation",
     )
     p.add_argument("path", metavar="THREAD", help="thread directory or its primary file")
     p.add_argument(

@@ -3,12 +3,16 @@
 A key is a dotted path into the layers: its first part names a layer (``narrative``, ``state`` …),
 the rest walk mappings by key and lists by index (``priorities.0.task``; ``-1`` is the last item).
 ``KEY=VALUE`` sets, ``KEY+=VALUE`` appends to a list. A VALUE that parses as JSON is that JSON
-value (``12``, ``true``, ``{"a": 1}``, ``"12"``); anything else is the text itself.
+value (``12``, ``true``, ``{"a": 1}``, ``"12"``); anything else is the text itself. A number that
+would not read back as it was typed (``1.10`` is stored as ``1.1``; ``1e3``, ``-0``, more digits
+than a float holds) is kept as the text typed; inside a JSON list or mapping it is refused, with
+the two ways to say it.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -79,8 +83,36 @@ def parse_assignment(text: str, where: str | os.PathLike[str]) -> Assignment:
     try:
         value: Any = parse_json(raw.encode("utf-8"), _WHAT)
     except HandoffError:
-        value = raw
+        return Assignment(path, raw, append)
+    changed = _changed_numbers(raw)
+    if changed and isinstance(value, int | float) and not isinstance(value, bool):
+        value = raw  # a version, a price: what was typed, not the number it would become
+    elif changed:
+        typed, stored = changed[0]
+        msg = (
+            f"{'.'.join(path)}: {typed} would be stored as {stored} (a JSON number keeps no other form): "
+            f'write {stored}, or "{typed}" in quotes to keep it as text'
+        )
+        raise HandoffValidationError(where, msg)
     return Assignment(path, value, append)
+
+
+def _changed_numbers(raw: str) -> list[tuple[str, str]]:
+    """The numbers in the JSON text *raw* that would not read back as typed: (as typed, as stored)."""
+    changed: list[tuple[str, str]] = []
+
+    def number(kind: type[int] | type[float]) -> Any:
+        def read(text: str) -> int | float:
+            value = kind(text)
+            stored = json.dumps(value)
+            if stored != text:
+                changed.append((text, stored))
+            return value
+
+        return read
+
+    json.loads(raw, parse_int=number(int), parse_float=number(float))
+    return changed
 
 
 def _check_layer(name: str, where: str | os.PathLike[str]) -> None:

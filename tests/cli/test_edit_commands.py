@@ -372,6 +372,12 @@ def test_set_changes_dotted_keys_as_the_next_generation(tmp_path: Path, capsys: 
         pytest.param("port the rest", "port the rest", id="text"),
         pytest.param("NaN", "NaN", id="not-strict-json-is-text"),
         pytest.param("", "", id="empty-is-text"),
+        pytest.param("1.5", 1.5, id="decimal"),
+        pytest.param("12345678901234567890", 12345678901234567890, id="big-whole-number"),
+        pytest.param("1.10", "1.10", id="trailing-zero-is-kept-as-typed"),
+        pytest.param("1e3", "1e3", id="exponent-is-kept-as-typed"),
+        pytest.param("-0", "-0", id="minus-zero-is-kept-as-typed"),
+        pytest.param("3.14159265358979323846", "3.14159265358979323846", id="more-digits-than-a-float-is-text"),
     ],
 )
 def test_set_values_are_json_when_they_parse_else_text(tmp_path: Path, value: str, expected: object) -> None:
@@ -410,6 +416,9 @@ def test_set_refuses_a_key_outside_the_layers_naming_it(
         pytest.param("state.data.ported.x=1", "state.data.ported is 12", id="through-a-number"),
         pytest.param("priorities.5.task=x", "is a list of 1", id="index-out-of-range"),
         pytest.param("narrative+=more", "narrative is text, not a list", id="append-to-text"),
+        pytest.param(
+            'state.data.v={"version": 1.10}', "1.10 would be stored as 1.1", id="a-number-inside-that-would-change"
+        ),
     ],
 )
 def test_set_refuses_what_does_not_make_valid_layers_and_saves_nothing(
@@ -467,3 +476,14 @@ def test_edit_and_set_take_wait_and_have_help() -> None:
         assert args.wait == 0
     assert "edit" in parser.format_help()
     assert "set" in parser.format_help()
+
+
+def test_set_keeps_a_version_number_as_it_was_typed(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    from tests.cli.shell import handoff
+
+    thread = tmp_path / "t1"
+    saved(thread)
+    done = handoff("set", thread, "state.data.version=1.10", env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    assert '+      "version": "1.10"' in done.stderr  # the change shown is the one saved
+    assert HandoffStore(thread).restore().handoff.state.data["version"] == "1.10"
