@@ -368,7 +368,7 @@ def test_agent_that_never_acknowledges_is_reported_stopped_and_fails_the_run(
     _prime(thread_dir, 3)
     pidfile = tmp_path / "no-ack.pid"
     sup = supervisor(
-        thread_dir, _agent(python, 10_000, "--no-ack", "--pidfile", str(pidfile)), ack_timeout=0.5, grace=2.0
+        thread_dir, _agent(python, 10_000, "--no-ack", "--pidfile", str(pidfile)), ack_timeout=2.0, grace=2.0
     )
     result = sup.finish()
     assert result.exit_code == 1
@@ -388,7 +388,7 @@ def test_agent_that_never_acknowledges_is_restarted_until_max_restarts_when_aske
     sup = supervisor(
         thread_dir,
         _agent(python, 10_000, "--no-ack", "--pidfile", str(pidfile)),
-        ack_timeout=0.5,
+        ack_timeout=2.0,  # long enough for a loaded machine to start Python and restore (0.5 s was not)
         on_missing_ack="restart",
         max_restarts=2,
         backoff=0.01,
