@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Final
 
@@ -17,7 +16,7 @@ import pytest
 from ruamel.yaml import YAML
 
 import handoff_files
-from handoff_files import Handoff, HandoffError, HandoffStore, UnsealedEditError, load
+from handoff_files import ChecksumMismatchError, Handoff, HandoffError, HandoffStore, load
 from handoff_files.format.codec import YAML_HEADER
 from tests.conftest import ROOT
 
@@ -29,7 +28,6 @@ LEGACY: Final = {"0.8": SAMPLES / "v0.8" / "coding-task.json", "1.0": SAMPLES / 
 V20_JSON: Final = SAMPLES / "v2.0" / "coding-task.json"
 V20_YAML: Final = SAMPLES / "v2.0" / "coding-task.yaml"
 EXPECTED: Final[dict[str, dict[str, str]]] = json.loads((BROKEN / "expected.json").read_text(encoding="utf-8"))
-_CREATED_AT = re.compile(rb'"created_at": "([^"]+)"')
 
 GOOD = [
     pytest.param("0.8", LEGACY["0.8"], id="v0.8-json"),
@@ -52,18 +50,13 @@ def _run_generator(out: Path, python: str, env: dict[str, str], *args: str) -> N
     subprocess.run([python, str(GENERATOR), str(out), *args], cwd=ROOT, env=env, check=True, capture_output=True)
 
 
-def _as_left_by_its_writer(source: Path, directory: Path) -> Path:
-    """Copy *source* with its mtime set to its created_at, as a file nobody rewrote since sealing has.
+def _as_a_fresh_checkout_leaves_it(source: Path, directory: Path) -> Path:
+    """Copy *source* as a clone or a checkout leaves it: the bytes, and the file times of now.
 
-    A checkout gives every file the checkout time; the loader tells corruption from a person's
-    edit by comparing the mtime with created_at, so the copy must carry the writer's mtime.
+    No file time is set back: what the loader calls damage or an edit must not depend on them.
     """
     copy = directory / source.name
     shutil.copyfile(source, copy)
-    match = _CREATED_AT.search(copy.read_bytes())
-    if match is not None:
-        moment = dt.datetime.fromisoformat(match.group(1).decode()).timestamp()
-        os.utime(copy, (moment, moment))
     return copy
 
 
@@ -209,7 +202,7 @@ def test_every_broken_file_has_an_expected_error() -> None:
 
 @pytest.mark.parametrize(("name", "expected"), BROKEN_PARAMS)
 def test_broken_sample_is_refused_with_its_expected_error(name: str, expected: dict[str, str], tmp_path: Path) -> None:
-    path = _as_left_by_its_writer(BROKEN / name, tmp_path)
+    path = _as_a_fresh_checkout_leaves_it(BROKEN / name, tmp_path)
     with pytest.raises(HandoffError) as caught:
         load(path)
     assert type(caught.value).__name__ == expected["error"], caught.value
@@ -244,9 +237,43 @@ def test_truncated_sample_is_a_prefix_of_its_source(name: str, source: Path) -> 
     assert source.read_bytes().startswith(broken)
 
 
-def test_2_0_seal_mismatch_in_a_file_rewritten_after_sealing_is_an_unsealed_edit(tmp_path: Path) -> None:
-    """The other side of the mtime rule the broken 2.0 cases rely on: a later mtime means a person's edit."""
-    path = tmp_path / "v2.0-wrong-seal.json"
-    shutil.copyfile(BROKEN / path.name, path)  # mtime: now, long after the sample's created_at
-    with pytest.raises(UnsealedEditError):
-        load(path)
+def test_handoff_validate_gives_every_broken_samples_expected_kind_on_a_fresh_checkout(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    """``handoff validate`` on copies with the times of a fresh clone: the kinds expected.json names, none an edit."""
+    copies = [_as_a_fresh_checkout_leaves_it(BROKEN / name, tmp_path) for name in sorted(EXPECTED)]
+    done = subprocess.run(
+        [sys.executable, "-m", "handoff_files", "validate", "--json", *map(str, copies)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=subprocess_env,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    entries = json.loads(done.stdout)
+    assert len(entries) == len(copies)
+    for copy, entry in zip(copies, entries, strict=True):
+        expected = EXPECTED[copy.name]
+        assert not entry["ok"], f"{copy.name} validated"
+        assert (copy.name, entry["kind"]) == (copy.name, expected["error"]), entry["error"]
+        assert expected["contains"] in entry["error"]
+
+
+@pytest.mark.parametrize("name", ["v2.0-flipped-byte.json", "v2.0-wrong-seal.json"])
+def test_a_2_0_seal_mismatch_in_a_file_on_its_own_is_damage_whatever_its_times(name: str, tmp_path: Path) -> None:
+    """No file time makes a file on its own an edit: set back to its sealing, or far after it, the call is the same."""
+    path = _as_a_fresh_checkout_leaves_it(BROKEN / name, tmp_path)
+    created = load(V20_JSON).created_at.timestamp()
+    for moment in (created, created + 3600, created + 10 * 365 * 86400):
+        os.utime(path, (moment, moment))
+        with pytest.raises(ChecksumMismatchError) as caught:
+            load(path)
+        assert "handoff seal` accepts" not in caught.value.reason
+
+
+def test_the_wrong_seal_sample_is_told_as_a_damaged_seal(tmp_path: Path) -> None:
+    """One hex digit of the digest changed: the content is intact, the seal itself was hit."""
+    with pytest.raises(ChecksumMismatchError) as caught:
+        load(_as_a_fresh_checkout_leaves_it(BROKEN / "v2.0-wrong-seal.json", tmp_path))
+    assert "the seal itself is damaged: 1 of its digest's 64 hex digits" in caught.value.reason

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, NoReturn
 
 import pydantic
 
@@ -25,13 +24,30 @@ from handoff_files.foundation.errors import (
     UnsealedEditError,
 )
 
-__all__ = ["EDIT_SLACK_SECONDS", "decode", "load"]
+__all__ = ["Origin", "decode", "load"]
 
-#: A file rewritten more than this long after its ``created_at`` was edited after sealing; a
-#: seal mismatch in a file nobody rewrote is corruption (bit rot changes bytes, not mtimes).
-EDIT_SLACK_SECONDS: Final = 2.0
+#: Who may have written a file's bytes, which decides what a seal that does not match means
+#: (the rule is in docs/format.md, "Edit or damage"):
+#:
+#: - ``"file"``: a handoff file as a person may hold it. With the thread's record of its primary
+#:   (``written``), that record tells exactly; without one, its content alone decides, never its
+#:   file times: a mismatch is damage; a valid document with no seal, holding its layers, was
+#:   written by hand.
+#: - ``"store"``: a copy only the library writes (``history/``, a journal line, a rendering checked
+#:   before it is written): nobody edits those, so any mismatch is damage.
+#: - ``"edit"``: bytes a person edited on purpose (an edit's private copy, or a primary they said is
+#:   theirs): a valid document that does not match its seal is their edit.
+Origin = Literal["file", "store", "edit"]
+
+#: The layers: a store's file holds every one after its seal; a file with none holds only the envelope.
+_LAYERS: Final = ("narrative", "warnings", "priorities", "state", "decisions", "context")
+#: A digest this close to the content's own (in hex digits) was damaged itself: an edit changes them all.
+_NEAR_DIGITS: Final = 2
 
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
+
+#: How the bytes came to differ from what was sealed: rewritten by a person, damaged, or not known.
+_Cause = Literal["edited", "damaged", "unknown"]
 
 
 def load(
@@ -40,6 +56,7 @@ def load(
     assume_version: str | None = None,
     follow_symlinks: bool = True,
     written: Callable[[], Stamp | None] | None = None,
+    origin: Origin = "file",
 ) -> Handoff:
     """Load one handoff file: parse strictly, check the version, verify, migrate, validate.
 
@@ -50,49 +67,55 @@ def load(
     :param path: a ``.json`` or ``.yaml`` handoff (the format is told by content, not name).
     :param assume_version: the version of a file that does not say, as a person states it.
     :param written: when the file does not verify, gives its :data:`Stamp` as its writer left it
-        (a thread's ``state.json`` records it): a file whose size or mtime differs was rewritten
-        (an edit), one that still matches is corrupt. Without it, or when it gives None, a file
-        rewritten more than :data:`EDIT_SLACK_SECONDS` after its ``created_at`` counts as edited.
+        (a thread's ``state.json`` records it for the primary): a file whose size or mtime differs
+        was rewritten (an edit), one that still matches is damaged. Without it, or when it gives
+        None, the content alone decides (see :data:`Origin`).
+    :param origin: who may have written the file (see :data:`Origin`).
     :returns: the verified handoff.
     :raises HandoffNotFoundError: no such file.
     :raises HandoffParseError: not strict JSON / safe YAML, or too large, deep or malformed.
     :raises UnsupportedVersionError: no ``schema_version``, a non-string one, or an unknown one.
     :raises HandoffValidationError: the document does not match the schema.
-    :raises UnsealedEditError: valid, but edited after sealing (carries the parsed handoff).
+    :raises UnsealedEditError: valid, but edited by a person after sealing, or written by hand with
+        no seal (carries the parsed handoff).
     :raises ChecksumMismatchError: the content does not match its seal (or, for 0.8/1.0, its
-        checksum) and nobody rewrote the file.
+        checksum) and is not known to be a person's edit: damage.
     :raises HandoffMigrationError: an older document could not be migrated.
     """
     target = Path(path)
     data, st = read_bytes(target, MAX_FILE_BYTES, follow_symlinks=follow_symlinks)
     stamp = (st.st_size, st.st_mtime_ns)
-    return decode(data, target, mtime=st.st_mtime, assume_version=assume_version, stamp=stamp, written=written)
+    return decode(data, target, assume_version=assume_version, stamp=stamp, written=written, origin=origin)
 
 
 def decode(
     data: bytes,
     path: str | os.PathLike[str],
     *,
-    mtime: float | None = None,
+    mtime: float | None = None,  # accepted from older callers: file times decide nothing
     assume_version: str | None = None,
     stamp: Stamp | None = None,
     written: Callable[[], Stamp | None] | None = None,
+    origin: Origin = "file",
 ) -> Handoff:
     """Decode and verify handoff bytes as :func:`load` does (*path* is only named in errors).
 
-    :param mtime: when the bytes were last written, if known; tells an edit from corruption.
+    :param mtime: ignored: a file's times do not tell an edit from damage (a copy or a checkout
+        gives every file a new one); kept so callers that pass it still work.
     :param stamp: the file's size and mtime (ns) now, compared with *written* (see :func:`load`).
+    :param origin: who may have written the bytes (see :data:`Origin`).
     """
-    rewritten = functools.partial(_rewritten, mtime=mtime, stamp=stamp, written=written)
+    cause = functools.partial(_cause, origin=origin, stamp=stamp, written=written)
     with collector_paused():  # the p99 of a large load is the collector's (see foundation/collector.py)
-        return _decode(data, path, rewritten=rewritten, assume_version=assume_version)
+        return _decode(data, path, cause=cause, origin=origin, assume_version=assume_version)
 
 
 def _decode(
     data: bytes,
     path: str | os.PathLike[str],
     *,
-    rewritten: Callable[[dict[str, Any]], tuple[bool, bool]],
+    cause: Callable[[], _Cause],
+    origin: Origin,
     assume_version: str | None,
 ) -> Handoff:
     document = parse(data, path)
@@ -107,33 +130,79 @@ def _decode(
         handoff = Handoff.model_validate(document, context={PARSED: True})
     except pydantic.ValidationError as exc:
         problem = describe(exc)
-        if sealed is not True and not rewritten(document)[0]:
+        how = cause() if sealed is not True else "edited"
+        # a seal that does not match a document that does not validate: damage, unless a person
+        # rewrote it (their mistake to mend), or wrote it by hand with no seal at all
+        if how == "damaged" or (how == "unknown" and sealed is False):
             msg = f"content does not match its seal and is not a valid handoff: corrupt ({problem})"
             raise ChecksumMismatchError(path, msg) from exc
         msg = f"not a valid {SCHEMA_VERSION} handoff: {problem}"
         raise HandoffValidationError(path, msg) from exc
     if sealed:
         return handoff
-    edited, exact = rewritten(document) if not sealed else (False, False)
-    if sealed is None and edited and not exact:
-        msg = "valid handoff with no seal (written or edited by hand); `handoff seal` accepts it"
-        raise UnsealedEditError(path, msg, handoff)
+    how = cause()
     if sealed is None:
-        # the store always writes a seal: a file of its with none was cut short, or replaced by hand
-        why = "was rewritten without one (truncated?)" if exact else "was not rewritten after it was sealed"
-        msg = (
-            f"no seal, and the file {why}: corrupt (if you wrote it by hand, `handoff seal` shows it and asks "
-            "before it accepts it)"
-        )
-        raise ChecksumMismatchError(path, msg)
-    if edited:
+        _refuse_unsealed(document, path, handoff, how=how, origin=origin)
+    if how == "edited":
         msg = "edited after sealing: the seal no longer matches; `handoff seal` accepts the edit"
         raise UnsealedEditError(path, msg, handoff)
-    msg = (
-        "content does not match its seal and the file was not rewritten after sealing: corrupt "
-        "(if you edited it on purpose, `handoff seal` shows the change and asks before it accepts it)"
-    )
+    raise ChecksumMismatchError(path, _damage(document, how=how, origin=origin))
+
+
+def _refuse_unsealed(
+    document: dict[str, Any], path: str | os.PathLike[str], handoff: Handoff, *, how: _Cause, origin: Origin
+) -> NoReturn:
+    """Refuse a valid document with no seal: written by hand (an edit), or a store's file cut short (damage)."""
+    if (how == "edited" and origin == "edit") or (how == "unknown" and any(key in document for key in _LAYERS)):
+        msg = "valid handoff with no seal (written or edited by hand); `handoff seal` accepts it"
+        raise UnsealedEditError(path, msg, handoff)
+    if origin == "store":
+        msg = "no seal, in a copy only handoff writes (it always seals them): corrupt"
+        raise ChecksumMismatchError(path, msg)
+    if how == "unknown":
+        # the store writes the envelope, then the seal, then the layers: an envelope alone was cut short
+        why = "and no layers: only the envelope a store writes before its seal, so it was cut short"
+    else:  # the thread's record of its primary: the store always writes a seal there
+        why = "and the file was " + ("rewritten without one (truncated?)" if how == "edited" else "not rewritten")
+    msg = f"no seal, {why}: corrupt (if you wrote it by hand, `handoff seal` shows it and asks before it accepts it)"
     raise ChecksumMismatchError(path, msg)
+
+
+def _damage(document: dict[str, Any], *, how: _Cause, origin: Origin) -> str:
+    """Why a document whose seal does not match is damaged, and what to do (a message)."""
+    if origin == "store":
+        head, why = "content does not match its seal", "a copy only handoff writes, never a person: damaged, not edited"
+    elif how == "damaged":
+        head = "content does not match its seal and the file was not rewritten after sealing"
+        why = "if you edited it on purpose, `handoff seal` shows the change and asks before it accepts it"
+    else:
+        head = "content does not match its seal"
+        why = (
+            "a file on its own keeps no record of its writing, so a mismatch is never taken for an edit; "
+            "a change to a thread's primary is told exactly: `handoff seal THREAD` shows it and asks"
+        )
+    seal_hurt = _seal_damage(document)
+    return f"{head}: corrupt ({seal_hurt + '; ' if seal_hurt else ''}{why})"
+
+
+def _seal_damage(document: dict[str, Any]) -> str:
+    """What is wrong with the seal itself, if that is what the damage hit (empty if not told)."""
+    seal = document.get("seal")
+    if not isinstance(seal, dict):
+        return "its seal is not a mapping"
+    algorithm, recorded = seal.get("algorithm"), seal.get("digest")
+    if not isinstance(algorithm, str) or algorithm not in sealing.ALGORITHMS:
+        return f"its seal names no known algorithm ({algorithm!r})"
+    if not isinstance(recorded, str) or not _HEX64.fullmatch(recorded):
+        return "its seal's digest is not 64 hex digits"
+    try:
+        actual = sealing.digest(sealing.canonical(document), algorithm)
+    except ValueError:
+        return ""
+    differing = sum(a != b for a, b in zip(actual, recorded, strict=True))
+    if differing <= _NEAR_DIGITS:
+        return f"the seal itself is damaged: {differing} of its digest's 64 hex digits differ from the content's"
+    return ""
 
 
 def _migrated(document: dict[str, Any], path: str | os.PathLike[str], *, assumed: bool) -> Handoff:
@@ -162,26 +231,21 @@ def _seal_matches(document: dict[str, Any]) -> bool | None:
     return sealing.matches(sealing.canonical(document), algorithm, expected)
 
 
-def _rewritten(
-    document: dict[str, Any],
+def _cause(
     *,
-    mtime: float | None,
+    origin: Origin,
     stamp: Stamp | None,
     written: Callable[[], Stamp | None] | None,
-) -> tuple[bool, bool]:
-    """Whether the file was rewritten after its writer left it (an edit), not damaged in place, and
-    whether that is known exactly (its writer's stamp was recorded) rather than guessed from times."""
+) -> _Cause:
+    """How bytes that do not match their seal came to differ: never told from file times alone."""
+    if origin == "store":
+        return "damaged"  # nobody edits history/ or a journal line: whatever changed them is damage
+    if origin == "edit":
+        return "edited"
     left = written() if written is not None and stamp is not None else None
     if left is not None:
-        return stamp != left, True  # exact: an edit changes the size or mtime, bit rot neither
-    if mtime is None:
-        return False, False  # bytes with no file behind them: call a mismatch corruption, which hands out no data
-    created = document.get("created_at")
-    try:
-        sealed_at = dt.datetime.fromisoformat(created).timestamp() if isinstance(created, str) else None
-    except ValueError:
-        sealed_at = None
-    return sealed_at is None or mtime > sealed_at + EDIT_SLACK_SECONDS, False
+        return "edited" if stamp != left else "damaged"  # exact: an edit changes the size or mtime, bit rot neither
+    return "unknown"
 
 
 def describe(exc: pydantic.ValidationError, *, limit: int = 3) -> str:

@@ -153,7 +153,7 @@ def _check_generations(store: HandoffStore, findings: list[Finding], repairing: 
             Finding(
                 repairing.unrepairable(),
                 f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost",
-                "restore() rebuilds it (state exact); save the rebuilt handoff to seal it again",
+                f"`handoff seal {store.path}` seals the rebuilt handoff (state exact) as generation {ahead + 1}",
                 kind="mirror",
             )
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -24,12 +24,15 @@ from handoff_files.foundation.atomic import read_bytes
 from handoff_files.foundation.errors import (
     ChecksumMismatchError,
     HandoffError,
+    HandoffNotFoundError,
+    HandoffParseError,
     HandoffValidationError,
     UnsealedEditError,
 )
 from handoff_files.thread.journal import SAVE_EVENTS, Journal
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.mirror import primary_stamp, read_mirror
+from handoff_files.thread.results import Restored
 
 __all__ = ["ENVELOPE", "Edit", "layers_diff", "read_edit"]
 
@@ -63,16 +66,51 @@ def layers_diff(before: Handoff | None, after: Handoff, before_name: str, after_
     return "".join(difflib.unified_diff(old, _layers_text(after), before_name, after_name))
 
 
-def read_edit(layout: ThreadDir, primary: Path, *, accept_corrupt: bool = False) -> Edit | Handoff:
+def read_edit(
+    layout: ThreadDir, primary: Path, *, accept_corrupt: bool = False, restore: Callable[[], Restored] | None = None
+) -> Edit | Handoff:
     """The primary: as it verifies (a :class:`Handoff`: nothing to seal), or a person's :class:`Edit` of it.
+
+    With *restore* (the thread's :meth:`~handoff_files.thread.store.HandoffStore.restore`), a thread
+    whose newest generation survives only as a rebuild from ``state.json`` (its files lost) gives
+    that rebuilt handoff as the edit to seal, when the primary is missing, does not parse, or holds an
+    older generation: sealing it writes the state exactly as a new generation, and the chain goes on.
 
     :param primary: the thread's primary file.
     :param accept_corrupt: read a file that was not rewritten since it was sealed as an edit too
         (a person said it is theirs); without it, such a file raises :class:`ChecksumMismatchError`.
+    :param restore: the thread's restore, to find a rebuilt generation (None: the primary alone).
     :raises ChecksumMismatchError: the file reads as corrupt (and *accept_corrupt* is not given).
     :raises HandoffValidationError: it is not a valid handoff, or the edit changed the envelope.
     :raises HandoffError: as :func:`load` does otherwise.
     """
+    try:
+        current = _read_primary(layout, primary, accept_corrupt=accept_corrupt)
+    except (HandoffNotFoundError, HandoffParseError):
+        rebuilt = _rebuilt(restore, 0)
+        if rebuilt is None:
+            raise
+        return rebuilt
+    if isinstance(current, Handoff) and current.seal is not None:
+        return _rebuilt(restore, current.generation) or current
+    return current
+
+
+def _rebuilt(restore: Callable[[], Restored] | None, behind: int) -> Edit | None:
+    """The thread's rebuilt generation as an edit to seal, if it restores only as one newer than *behind*."""
+    if restore is None:
+        return None
+    try:
+        restored = restore()
+    except HandoffError:
+        return None
+    if restored.source != "rebuilt" or restored.generation <= behind:
+        return None
+    return Edit(restored.handoff, None, corrupt=False)
+
+
+def _read_primary(layout: ThreadDir, primary: Path, *, accept_corrupt: bool) -> Edit | Handoff:
+    """The primary as it verifies, or a person's edit of it (see :func:`read_edit`)."""
     try:
         return load(primary, follow_symlinks=False, written=primary_stamp(layout.mirror))
     except UnsealedEditError as exc:
@@ -82,7 +120,7 @@ def read_edit(layout: ThreadDir, primary: Path, *, accept_corrupt: bool = False)
             raise
         data, _ = read_bytes(primary, MAX_FILE_BYTES, follow_symlinks=False)
         try:  # read it again as a file rewritten by hand: a valid document becomes an edit, an invalid one is refused
-            decode(data, primary, mtime=math.inf)
+            decode(data, primary, origin="edit")
         except UnsealedEditError as exc:
             handoff, corrupt = exc.handoff, True
         else:  # pragma: no cover - the same bytes verified a moment ago: another writer sealed it
@@ -100,7 +138,7 @@ def _sealed_copy(layout: ThreadDir, generation: int) -> Handoff | None:
     for number, name in layout.generations():
         if number == generation:
             try:
-                return load(layout.history_dir / name, follow_symlinks=False)
+                return load(layout.history_dir / name, follow_symlinks=False, origin="store")
             except HandoffError:
                 return None
     return None

@@ -9,23 +9,27 @@ that fails leaves every saved file as it was, and the copy is kept for the perso
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from handoff_files.format.codec import MAX_FILE_BYTES
+from handoff_files.format.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.format.loader import decode, load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import read_bytes
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError, UnsealedEditError
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffValidationError,
+    UnsealedEditError,
+)
 from handoff_files.thread.edits import ENVELOPE, Edit, layers_diff, read_edit
-from handoff_files.thread.results import SaveReceipt
+from handoff_files.thread.results import Restored, SaveReceipt
 from handoff_files.thread.store import HandoffStore
 
-__all__ = ["EditOutcome", "EditStatus", "discard", "finish", "prepare"]
+__all__ = ["EditCopy", "EditOutcome", "EditStatus", "discard", "finish", "prepare"]
 
 #: The start of a copy's private folder's name: :func:`discard` removes only such a folder.
 EDIT_DIR_PREFIX: Final = "handoff-edit-"
@@ -53,39 +57,87 @@ class EditOutcome:
     error: HandoffError | None = None
 
 
-def prepare(store: HandoffStore) -> Path:
-    """Copy the thread's primary, exactly, to a new private file for a person to edit. Reads the thread only.
+@dataclass(frozen=True, slots=True)
+class EditCopy:
+    """The private copy :func:`prepare` made, the generation it holds, and what to tell the person about it.
 
+    ``note`` is None when the copy is the primary's own bytes; otherwise it says that the primary
+    did not verify (or lagged behind) and which verified generation the copy was made from.
+    """
+
+    path: Path
+    generation: int
+    note: str | None = None
+
+
+def prepare(store: HandoffStore) -> EditCopy:
+    """Copy the thread's newest verified generation to a new private file for a person to edit. Reads the thread only.
+
+    The copy is the primary's bytes, exactly (a YAML primary keeps its comments), when the primary
+    holds the newest verified generation. When it does not (damaged, cut short, missing, behind
+    ``history/``), the copy is made from the newest verified generation the thread restores to
+    (``history/``, the journal, or a rebuild from ``state.json``), and ``note`` says so: saving the
+    edit then replaces the primary, which the store keeps in ``history/`` if it did not verify.
     The copy lives in a new folder of the temp directory (mode 0700; the file 0600), named as the
     primary is (``handoff.yaml``), so an editor shows the format it is in.
 
-    :returns: the copy's path.
-    :raises HandoffError: if the primary does not verify (an unsealed edit: ``handoff seal`` it;
-        corrupt: ``handoff doctor``), is an older version (``handoff migrate``), or is not the
-        thread's newest generation.
+    :returns: the copy, and what to tell the person about where it came from.
+    :raises HandoffError: if the primary holds a person's edit not sealed yet (``handoff seal`` it),
+        or an older version (``handoff migrate``).
+    :raises NoHandoffError: if nothing in the thread verifies.
     """
     primary = store.primary
-    current = read_edit(store.layout, primary)
+    try:
+        current: Edit | Handoff | None = read_edit(store.layout, primary)
+    except HandoffNotFoundError:  # missing, damaged or cut short: the newest verified generation stands in
+        current, unusable = None, "is missing"
+    except HandoffError as exc:
+        current, unusable = None, f"does not verify ({exc.reason})"
     if isinstance(current, Edit):
         msg = "holds a person's edit not sealed yet: `handoff seal` it (or undo it) before `handoff edit`"
         raise HandoffError(primary, msg)
-    if current.seal is None:
+    if current is not None and current.seal is None:
         msg = "is an older version: `handoff migrate` rewrites it as a sealed 2.0 generation; then edit it"
         raise HandoffError(primary, msg)
-    newest = store.restore().generation
-    if newest != current.generation:
-        msg = (
-            f"holds generation {current.generation}, but the thread's newest is {newest}: "
-            "`handoff doctor --repair` rewrites the primary; then edit it"
+    restored = store.restore()
+    note = None
+    if current is not None and restored.source == "primary" and restored.generation == current.generation:
+        data, _ = read_bytes(primary, MAX_FILE_BYTES, follow_symlinks=False)
+    else:
+        data = _copy_bytes(restored, primary, store.format)
+        why = unusable if current is None else f"holds generation {current.generation}, not the newest"
+        note = (
+            f"{primary.name} {why}: this edit starts from generation {restored.generation} "
+            f"{_where(restored, store.path)}; saving it replaces {primary.name}"
         )
-        raise HandoffError(primary, msg)
-    data, _ = read_bytes(primary, MAX_FILE_BYTES, follow_symlinks=False)
     folder = Path(tempfile.mkdtemp(prefix=f"{EDIT_DIR_PREFIX}{store.path.name}-"))  # mode 0700
     copy = folder / primary.name
     fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
-    return copy
+    return EditCopy(copy, restored.generation, note)
+
+
+def _copy_bytes(restored: Restored, primary: Path, fmt: Format) -> bytes:
+    """The bytes of *restored* for a copy named as *primary*: its file's own when the format matches, else rendered."""
+    if restored.source in ("primary", "history") and restored.path.suffix == primary.suffix:
+        data, _ = read_bytes(restored.path, MAX_FILE_BYTES, follow_symlinks=False)
+        return data
+    document = restored.handoff.model_dump(mode="json")
+    ordered: dict[str, Any] = {key: document.pop(key) for key in (*ENVELOPE, "seal") if key in document}
+    return render({**ordered, **document}, fmt)
+
+
+def _where(restored: Restored, thread: Path) -> str:
+    """Where a restored generation came from, as a person would look for it."""
+    if restored.source == "rebuilt":
+        return (
+            f"as rebuilt from {restored.path.name} and the journal (state exact; decisions, warnings and context lost)"
+        )
+    if restored.source == "journal":
+        return "as the journal holds it"
+    where = restored.path.relative_to(thread) if restored.path.is_relative_to(thread) else restored.path
+    return f"as {where} holds it"
 
 
 def finish(store: HandoffStore, path: Path) -> EditOutcome:
@@ -150,8 +202,8 @@ def _read_copy(path: Path) -> Handoff:
     :raises HandoffError: it cannot be read, or does not parse or validate as a 2.0 handoff.
     """
     data, _ = read_bytes(path, MAX_FILE_BYTES, follow_symlinks=False)
-    try:  # mtime infinite: any seal mismatch is a person's edit (a copy is not where corruption is looked for)
-        handoff = decode(data, path, mtime=math.inf)
+    try:  # a person's own copy, edited on purpose: any seal mismatch in it is their edit
+        handoff = decode(data, path, origin="edit")
     except UnsealedEditError as exc:
         if exc.handoff is None:  # pragma: no cover - the loader always attaches it
             raise
@@ -167,5 +219,5 @@ def _sealed(store: HandoffStore, generation: int) -> Handoff | None:
     for number, name in store.layout.generations():
         if number == generation:
             with contextlib.suppress(HandoffError):
-                return load(store.history_dir / name, follow_symlinks=False)
+                return load(store.history_dir / name, follow_symlinks=False, origin="store")
     return None

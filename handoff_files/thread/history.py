@@ -91,7 +91,7 @@ def load_generation(layout: ThreadDir, generation: int) -> Handoff:
     """
     path = find_generation(layout, generation)
     try:
-        return load(path, follow_symlinks=False)
+        return load(path, follow_symlinks=False, origin="store")
     except HandoffError as exc:
         # the same class, so a caller (and `--json`'s kind) still tells corrupt from invalid; every
         # HandoffError subclass takes (path, reason)
@@ -182,7 +182,7 @@ def list_history(layout: ThreadDir, primary: Path, restored: Restored | None = N
     for generation, name in layout.generations():
         path = layout.history_dir / name
         try:
-            handoff = load(path, follow_symlinks=False)
+            handoff = load(path, follow_symlinks=False, origin="store")
         except HandoffError as exc:
             entries.append(HistoryEntry(generation, path, False, None, None, exc.reason))
         else:

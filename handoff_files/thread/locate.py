@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from handoff_files.format.loader import load
+from handoff_files.foundation.atomic import Stamp
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.thread.history import find_generation, load_generation
-from handoff_files.thread.layout import ThreadDir
+from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir
+from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import MigrationReport, Restored
 from handoff_files.thread.settings import choose_format
 from handoff_files.thread.store import HandoffStore
 
-__all__ = ["migrate_path", "open_handoff", "primary_of", "thread_of"]
+__all__ = ["migrate_path", "open_handoff", "primary_of", "record_of", "thread_of"]
 
 
 def thread_of(path: str | os.PathLike[str], **options: Any) -> HandoffStore:
@@ -55,7 +58,19 @@ def open_handoff(
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)
-    return Restored(load(target, assume_version=assume_version), "file", target)
+    return Restored(load(target, assume_version=assume_version, written=record_of(target)), "file", target)
+
+
+def record_of(path: Path) -> Callable[[], Stamp | None] | None:
+    """The thread's record of *path* as its writer left it, if *path* is a thread's primary file.
+
+    A primary named by its file is judged as the thread judges it: the ``state.json`` beside it
+    tells a person's edit from damage exactly (see :func:`~handoff_files.format.loader.load`).
+    Any other file has no record (None): its content alone decides.
+    """
+    if path.name not in PRIMARY_NAMES:
+        return None
+    return primary_stamp(path.parent / MIRROR_NAME)
 
 
 def primary_of(path: str | os.PathLike[str]) -> Path:

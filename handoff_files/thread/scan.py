@@ -115,7 +115,7 @@ def _verified(path: Path, entry: Entry, document: dict[str, Any] | None) -> tupl
     if document is None:
         return None, "its document line is missing or damaged"
     try:
-        handoff = decode(render(document, "json"), path)
+        handoff = decode(render(document, "json"), path, origin="store")
     except HandoffError as exc:
         return None, exc.reason
     except (TypeError, ValueError) as exc:
@@ -142,7 +142,7 @@ def _scan_files(thread: ThreadSettings) -> Scan:
         ):
             break
         try:
-            handoff = load(path, follow_symlinks=False)
+            handoff = load(path, follow_symlinks=False, origin="store")  # nobody edits history/: a mismatch is damage
         except HandoffError as exc:
             problems.append(f"{HISTORY_DIR}/{path.name}: {exc.reason}")
             continue

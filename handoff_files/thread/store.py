@@ -62,8 +62,7 @@ class HandoffStore:
         lock, since when, seconds waited) when a write starts to wait for another writer, then
         every few seconds while it waits; None: wait silently.
     :param durability: when saves are acknowledged (see :data:`Durability`); ``save()`` may override it.
-    :raises InvalidNameError: if an id given is invalid, or a directory that holds no thread yet is
-        given no ids and no id can be made from its name (a thread's ids are in its files after that).
+    :raises InvalidNameError: if an id given is invalid, or a new thread has none and its folder's name gives none.
     :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*.
 
     The facade over the thread's modules: :attr:`layout` names its files, :meth:`locked` holds
@@ -217,10 +216,10 @@ class HandoffStore:
             return self.save(change(restored))
 
     def seal(self, *, accept_corrupt: bool = False) -> SaveReceipt:
-        """Accept the primary as edited by a person: re-seal it as the next generation.
+        """Accept the primary as edited by a person (or a rebuilt generation whose files are lost): seal it anew.
 
         Rewrites files (the edited file is kept in ``history/`` as ``displaced-…``). See
-        :func:`~handoff_files.thread.edits.read_edit` for *accept_corrupt* and what an edit may change.
+        :func:`~handoff_files.thread.edits.read_edit` for *accept_corrupt*, what an edit may change, and the rebuild.
 
         :raises HandoffError: if the primary does not parse or validate, reads as corrupt (without
             *accept_corrupt*), or changed the envelope, naming why.
@@ -229,7 +228,7 @@ class HandoffStore:
         with self.locked():
             listing = self.layout.generations()
             head = self._heads.current(listing)
-            current = read_edit(self.layout, self.primary, accept_corrupt=accept_corrupt)
+            current = read_edit(self.layout, self.primary, accept_corrupt=accept_corrupt, restore=self.restore)
             if isinstance(current, Edit):
                 return self._save_locked(dump_layers(current.handoff.content()), head, listing, event="sealed")
             if current.seal is None:
@@ -298,8 +297,8 @@ class HandoffStore:
         :raises HandoffError: as :func:`load` does for the source, or as :meth:`save` does.
         """
         path = Path(source) if source is not None else self.primary
-        data, st = read_bytes(path, MAX_FILE_BYTES)
-        handoff = decode(data, path, mtime=st.st_mtime, assume_version=assume_version)
+        data, _ = read_bytes(path, MAX_FILE_BYTES)
+        handoff = decode(data, path, assume_version=assume_version)
         migrated = handoff.lineage.migrated_from
         if handoff.seal is not None or migrated is None:
             return MigrationReport(path, SCHEMA_VERSION, None, (), None, dry_run)

@@ -11,9 +11,7 @@ from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import is_real_dir
 from handoff_files.foundation.errors import HandoffError
-from handoff_files.thread.layout import MIRROR_NAME
-from handoff_files.thread.locate import primary_of
-from handoff_files.thread.mirror import primary_stamp
+from handoff_files.thread.locate import primary_of, record_of
 
 __all__ = ["Validation", "validate"]
 
@@ -68,8 +66,7 @@ def _verify(path: Path, assume_version: str | None) -> Handoff:
     # too long) is a HandoffError for this path, where is_dir() lets a bare OSError end the run;
     # the directory itself may be a symlink, as a store opened on it follows one
     if not is_real_dir(path, follow_symlinks=True):
-        return load(path, assume_version=assume_version)
+        return load(path, assume_version=assume_version, written=record_of(path))
     # the thread's files are never followed out of it (see HandoffStore): a link in the primary's place is refused
     primary = primary_of(path)
-    written = primary_stamp(primary.parent / MIRROR_NAME)
-    return load(primary, assume_version=assume_version, follow_symlinks=False, written=written)
+    return load(primary, assume_version=assume_version, follow_symlinks=False, written=record_of(primary))

@@ -29,8 +29,11 @@ from handoff_files import (
     UnsupportedVersionError,
     load,
 )
+from handoff_files.format.loader import decode
 from handoff_files.format.seal import canonical, digest
 from handoff_files.foundation import errors
+from handoff_files.thread.layout import MIRROR_NAME
+from handoff_files.thread.mirror import primary_stamp
 
 CONTENT: Final[dict[str, Any]] = {
     "narrative": "Migrated half the tables — naïve retry loop removed ✓",
@@ -576,9 +579,7 @@ def test_unsealed_document_that_breaks_the_schema_is_a_validation_error(tmp_path
     document = json.loads(path.read_bytes())
     del document["seal"]
     document["thread_id"] = "../x"
-    write_json(path, document)
-    later = dt.datetime.fromisoformat(document["created_at"]).timestamp() + 5  # written by hand, after sealing
-    os.utime(path, (later, later))
+    write_json(path, document)  # written by hand, with no seal: its mistakes are its writer's to mend
     exc = load_fails(path, HandoffValidationError)
     assert "thread_id" in exc.reason
 
@@ -657,24 +658,37 @@ def _edit_narrative(path: Path, fmt: Format) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
-def test_file_edited_after_sealing_is_an_unsealed_edit_carrying_the_edit(tmp_path: Path, fmt: Format) -> None:
+def test_primary_edited_after_sealing_is_an_unsealed_edit_carrying_the_edit(tmp_path: Path, fmt: Format) -> None:
+    """The thread records its primary as written (state.json): a file rewritten since is a person's edit."""
     path = saved(tmp_path, fmt)
-    created = load(path).created_at.timestamp()
     _edit_narrative(path, fmt)
-    os.utime(path, (created + 5, created + 5))
-    exc = load_fails(path, UnsealedEditError)
-    assert exc.handoff is not None
-    assert exc.handoff.narrative == EDITED
-    assert exc.handoff.state.data == CONTENT["state"]["data"]
+    with pytest.raises(UnsealedEditError) as info:
+        load(path, written=primary_stamp(path.parent / MIRROR_NAME))
+    assert info.value.handoff is not None
+    assert info.value.handoff.narrative == EDITED
+    assert info.value.handoff.state.data == CONTENT["state"]["data"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
-def test_changed_file_not_rewritten_after_sealing_is_a_checksum_mismatch(tmp_path: Path, fmt: Format) -> None:
-    # bit rot changes bytes, not the mtime: the same change, with the mtime of the seal, is corruption
+def test_bytes_a_person_edited_on_purpose_are_an_unsealed_edit(tmp_path: Path, fmt: Format) -> None:
+    path = saved(tmp_path, fmt)
+    _edit_narrative(path, fmt)
+    with pytest.raises(UnsealedEditError) as info:
+        decode(path.read_bytes(), path, origin="edit")
+    assert info.value.handoff is not None
+    assert info.value.handoff.narrative == EDITED
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+@pytest.mark.parametrize("later", [pytest.param(0, id="mtime-of-the-seal"), pytest.param(3600, id="an-hour-on")])
+def test_changed_file_on_its_own_is_a_checksum_mismatch_whatever_its_times(
+    tmp_path: Path, fmt: Format, later: int
+) -> None:
+    # a file on its own keeps no record of its writing: its times (a copy, a checkout) decide nothing
     path = saved(tmp_path, fmt)
     created = load(path).created_at.timestamp()
     _edit_narrative(path, fmt)
-    os.utime(path, (created, created))
+    os.utime(path, (created + later, created + later))
     exc = load_fails(path, ChecksumMismatchError)
     assert getattr(exc, "handoff", None) is None
     assert EDITED not in str(exc)
@@ -683,7 +697,6 @@ def test_changed_file_not_rewritten_after_sealing_is_a_checksum_mismatch(tmp_pat
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
 def test_document_with_no_seal_is_an_unsealed_edit(tmp_path: Path, fmt: Format) -> None:
     path = saved(tmp_path, fmt)
-    created = load(path).created_at.timestamp()
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     if fmt == "json":
         start = lines.index('  "seal": {\n')
@@ -691,8 +704,7 @@ def test_document_with_no_seal_is_an_unsealed_edit(tmp_path: Path, fmt: Format) 
     else:
         start = lines.index("seal:\n")
         path.write_text("".join(lines[:start] + lines[start + 3 :]), encoding="utf-8")
-    os.utime(path, (created + 5, created + 5))  # written by a person, after the time it claims
-    exc = load_fails(path, UnsealedEditError)
+    exc = load_fails(path, UnsealedEditError)  # its layers are there: written or unsealed by a person
     assert exc.handoff is not None
     assert exc.handoff.seal is None
     assert exc.handoff.narrative == CONTENT["narrative"]
@@ -711,9 +723,8 @@ def test_yaml_file_truncated_before_its_seal_is_not_offered_as_an_edit(tmp_path:
     # the envelope alone is a valid handoff with empty layers: offering it as a person's edit
     # invites `handoff seal` to make the loss of every layer the next generation
     path = saved(tmp_path, "yaml")
-    data, mtime = path.read_bytes(), path.stat().st_mtime_ns
-    path.write_bytes(data[: data.index(cut_after.encode()) + len(cut_after)])
-    os.utime(path, ns=(mtime, mtime))
+    data = path.read_bytes()
+    path.write_bytes(data[: data.index(cut_after.encode()) + len(cut_after)])  # file times: now, as a copy's
     exc = load_fails(path, HandoffError)
     assert not isinstance(exc, UnsealedEditError), exc.reason
 
@@ -745,10 +756,10 @@ def test_unsealed_edit_error_pickles_with_its_handoff(tmp_path: Path) -> None:
 
 def test_error_raised_by_load_pickles(tmp_path: Path) -> None:
     path = saved(tmp_path, "yaml")
-    created = load(path).created_at.timestamp()
     _edit_narrative(path, "yaml")
-    os.utime(path, (created + 5, created + 5))
-    exc = load_fails(path, UnsealedEditError)
+    with pytest.raises(UnsealedEditError) as info:
+        load(path, written=primary_stamp(path.parent / MIRROR_NAME))
+    exc = info.value
     copy = pickle.loads(pickle.dumps(exc))
     assert (copy.path, copy.reason) == (exc.path, exc.reason)
     assert isinstance(copy, UnsealedEditError)

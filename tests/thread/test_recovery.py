@@ -13,7 +13,7 @@ import pytest
 
 from handoff_files import HandoffParseError, HandoffStore, NoHandoffError, UnsealedEditError, load
 from handoff_files.thread.journal import Journal
-from handoff_files.thread.mirror import read_mirror
+from handoff_files.thread.mirror import primary_stamp, read_mirror
 
 STEPS = 4
 
@@ -151,7 +151,7 @@ def test_an_unsealed_edit_is_reported_and_the_caller_chooses(thread_dir: Path) -
     later = load(store.history_dir / f"{STEPS:08d}.json").created_at.timestamp() + 60
     os.utime(store.primary, (later, later))
     with pytest.raises(UnsealedEditError):
-        load(store.primary)
+        load(store.primary, written=primary_stamp(store.mirror_path))  # the thread's record tells the edit
     kept = HandoffStore(thread_dir).restore()
     assert (kept.source, str(kept.handoff.seal)) == ("history", seals[-1])
     assert any("edited after sealing" in p for p in kept.problems)
