@@ -27,7 +27,7 @@ from handoff_files.foundation.errors import (
 __all__ = ["Origin", "decode", "load"]
 
 #: Who may have written a file's bytes, which decides what a seal that does not match means
-#: (the rule is in docs/format.md, "Edit or damage"):
+#: (the rule is in docs/format.md, "When the seal does not match: edit or damage"):
 #:
 #: - ``"file"``: a handoff file as a person may hold it. With the thread's record of its primary
 #:   (``written``), that record tells exactly; without one, its content alone decides, never its
