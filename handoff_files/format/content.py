@@ -8,8 +8,8 @@ from typing import Any, Final
 
 import pydantic
 
-from handoff_files.format.loader import describe
 from handoff_files.format.model import Handoff, HandoffContent
+from handoff_files.format.wording import describe_errors
 from handoff_files.foundation.collector import collector_paused
 from handoff_files.foundation.errors import HandoffValidationError
 
@@ -40,7 +40,7 @@ def _layers_of(content: Handoff | HandoffContent | Mapping[str, Any], path: Path
     try:
         model = HandoffContent.model_validate(dict(content))
     except pydantic.ValidationError as exc:
-        msg = f"not valid handoff content: {describe(exc)}"
+        msg = f"not valid handoff content: {describe_errors(exc)}"
         raise HandoffValidationError(path, msg) from exc
     return dump_layers(model)
 
