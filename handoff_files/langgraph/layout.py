@@ -16,9 +16,12 @@ so two ids never share a folder. The ids themselves are recorded in every checkp
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
+import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -27,9 +30,10 @@ import orjson
 
 from handoff_files.format.codec import parse_json
 from handoff_files.format.seal import self_check
-from handoff_files.foundation.atomic import fsync_dir, write_all
-from handoff_files.foundation.errors import HandoffError, HandoffWriteError
+from handoff_files.foundation.atomic import is_real_dir, read_bytes, write_all
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffWriteError, InvalidNameError
 from handoff_files.foundation.names import ID_PATTERN
+from handoff_files.foundation.safe_paths import dir_under, open_dir_under, refuse_link
 from handoff_files.thread.tail import cut_torn_tail
 
 __all__ = [
@@ -38,8 +42,9 @@ __all__ = [
     "append_writes",
     "folder_name",
     "namespace_dirs",
-    "private_dirs",
+    "namespace_ready",
     "read_writes",
+    "thread_dirs",
     "writes_file",
 ]
 
@@ -48,6 +53,7 @@ WRITES_DIR: Final = "writes"
 _ID: Final = re.compile(ID_PATTERN)
 _SLUG_CUT: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _CHECK_LEN: Final = 16
+_APPEND: Final = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def folder_name(name: str) -> str:
@@ -61,22 +67,62 @@ def folder_name(name: str) -> str:
     return f"{slug}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
-def private_dirs(root: Path, path: Path) -> None:
-    """Create *path* and each missing folder from *root* down to it, mode 0700 (a thread's files are private)."""
-    if not root.exists():
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    missing = [folder for folder in (path, *path.parents) if root in folder.parents and not folder.exists()]
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
+def thread_dirs(root: Path) -> list[Path]:
+    """The thread folders under *root* (not those named with a leading dot: a thread being deleted), sorted.
+
+    :raises InvalidNameError: for a symbolic link among them (never followed out of the root).
+    :raises HandoffError: if the root cannot be listed.
+    """
+    try:
+        entries = sorted(os.scandir(root), key=lambda item: item.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        msg = f"cannot list the saver's root: {exc.strerror or exc}"
+        raise HandoffError(root, msg) from exc
+    found = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_symlink():
+            refuse_link(Path(entry.path))
+        if entry.is_dir(follow_symlinks=False):
+            found.append(Path(entry.path))
+    return found
 
 
-def namespace_dirs(thread_dir: Path) -> Iterator[Path]:
-    """The thread directory (its root namespace, once it has ``history/``) and each subgraph namespace's directory."""
-    if (thread_dir / "history").is_dir():
+def namespace_ready(root: Path, ns_dir: Path, *, create: bool = False) -> bool:
+    """Whether *ns_dir* exists as a real folder under *root* (made, with *create*), none of its own folders a link.
+
+    Checked before every read and write: a link planted for the thread, ``namespaces/``, a
+    namespace, ``history/`` or ``writes/`` is refused, so nothing is read or written through it.
+
+    :raises InvalidNameError: for such a link (naming it).
+    """
+    if not dir_under(root, ns_dir, create=create):
+        return False
+    for name in ("history", WRITES_DIR):
+        if (ns_dir / name).is_symlink():
+            refuse_link(ns_dir / name)
+    return True
+
+
+def namespace_dirs(root: Path, thread_dir: Path) -> Iterator[Path]:
+    """The thread directory (its root namespace, once it has ``history/``) and each subgraph namespace's directory.
+
+    :raises InvalidNameError: for a symbolic link in the way (the thread, ``namespaces/``, a namespace …).
+    """
+    if not namespace_ready(root, thread_dir):
+        return
+    if is_real_dir(thread_dir / "history"):
         yield thread_dir
+    if not dir_under(root, thread_dir / NAMESPACES_DIR):
+        return
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         for entry in sorted(os.scandir(thread_dir / NAMESPACES_DIR), key=lambda item: item.name):
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_symlink():
+                refuse_link(Path(entry.path))
+            if entry.is_dir(follow_symlinks=False) and namespace_ready(root, Path(entry.path)):
                 yield Path(entry.path)
 
 
@@ -89,27 +135,43 @@ def _check(fields: dict[str, Any]) -> str:
     return self_check(fields)[:_CHECK_LEN]  # as a journal line checks itself
 
 
-def append_writes(path: Path, lines: list[dict[str, Any]]) -> None:
+def append_writes(root: Path, path: Path, lines: list[dict[str, Any]]) -> None:
     """Append write records durably (one fdatasync; the directory too when the file is new). Call under the lock.
 
+    The file is opened in its folder, checked from *root* down with no link followed; a link or a
+    file with other hard links in its place is refused, never appended to.
+
+    :raises InvalidNameError: for a symbolic link on the way, or a file with other hard links.
     :raises HandoffWriteError: if the disk refuses.
     """
     data = b"".join(orjson.dumps({**line, "check": _check(line)}) + b"\n" for line in lines)
-    try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        created = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    with open_dir_under(root, path.parent, create=True) as folder:
+        assert folder is not None  # noqa: S101 -- made if missing
         try:
+            fd = os.open(path.name, _APPEND, 0o600, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                refuse_link(path)
+            msg = f"cannot open the pending writes: {exc.strerror or exc}"
+            raise HandoffWriteError(path, msg) from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                msg = (
+                    f"not a file of the saver's own ({st.st_nlink} hard links, or not a regular file): "
+                    "appending would change what it is linked to; move it aside"
+                )
+                raise InvalidNameError(path, msg)
             cut_torn_tail(fd)  # a crash mid-append left a line without its newline: never acknowledged
             write_all(fd, data)
             os.fdatasync(fd)
+            if st.st_size == 0:
+                os.fsync(folder)  # a new file is not durable until its directory entry is
+        except OSError as exc:
+            msg = f"cannot write the pending writes: {exc.strerror or exc}"
+            raise HandoffWriteError(path, msg) from exc
         finally:
             os.close(fd)
-        if created:
-            fsync_dir(path.parent)
-    except OSError as exc:
-        msg = f"cannot write the pending writes: {exc.strerror or exc}"
-        raise HandoffWriteError(path, msg) from exc
 
 
 def read_writes(path: Path) -> list[dict[str, Any]]:
@@ -118,12 +180,9 @@ def read_writes(path: Path) -> list[dict[str, Any]]:
     :raises HandoffError: if a complete line is damaged (its check fails or it does not parse).
     """
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        data, _ = read_bytes(path, sys.maxsize, follow_symlinks=False)
+    except HandoffNotFoundError:
         return []
-    except OSError as exc:
-        msg = f"cannot read the pending writes: {exc.strerror or exc}"
-        raise HandoffError(path, msg) from exc
     lines = data.split(b"\n")
     records = []
     for number, line in enumerate(lines[:-1], start=1):  # the last piece has no newline: torn, or empty

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
-import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,15 +21,15 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
     get_checkpoint_metadata,
 )
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.foundation.safe_paths import dir_under
+from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
 from handoff_files.langgraph.async_methods import AsyncMethods
+from handoff_files.langgraph.folders import Folders
 from handoff_files.langgraph.layout import (
-    NAMESPACES_DIR,
     append_writes,
-    folder_name,
-    namespace_dirs,
-    private_dirs,
     read_writes,
     writes_file,
 )
@@ -59,7 +59,10 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     Each thread is a handoff thread directory (``<root>/<thread id>/``, subgraph namespaces in
     ``namespaces/``); each checkpoint one durable, sealed generation of it, with its pending
     writes in ``writes/``. Channel values that are plain JSON, and LangChain messages, are stored
-    as readable JSON; anything else as the serializer's typed bytes. Where the graph's state has
+    as readable JSON; anything else as the serializer's typed bytes, which are read back only if
+    every type they name is allowed (LangGraph's safe types and *allowed_types*): reading a
+    checkpoint never imports or calls anything else. Every folder it writes into under *root* is a
+    real folder: a symbolic link planted there is refused, never followed. Where the graph's state has
     the keys ``narrative``, ``decisions``, ``priorities`` and ``warnings`` (or those *layers* names),
     each checkpoint is also a five-layer handoff for ``handoff show``.
 
@@ -68,8 +71,15 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         before ``put`` returns).
     :param keep: the newest checkpoints kept per thread and namespace (their pending writes too),
         or None to keep every one.
-    :param serde: LangGraph's serializer for what is not plain JSON (default: its own).
+    :param serde: LangGraph's serializer for what is not plain JSON (default: its own, in its
+        strict allow-list mode). The saver checks the types its msgpack names either way, and never
+        stores or reads a pickle.
+    :param allowed_types: the types of the graph's own (an ``Enum``, a dataclass, a pydantic model)
+        that its state holds, as classes or ``(module, name)`` pairs: allowed besides LangGraph's
+        safe types. LangGraph adds the graph's schema types itself when ``LANGGRAPH_STRICT_MSGPACK``
+        is set (see :meth:`with_allowlist`).
     :param layers: layer name → state key, to read the five layers from other keys.
+    :raises HandoffValidationError: for an *allowed_types* entry that is neither.
     """
 
     def __init__(
@@ -79,10 +89,16 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         durability: Durability = "full",
         keep: int | None = None,
         serde: Any = None,
+        allowed_types: Iterable[type | tuple[str, str]] = (),
         layers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(serde=serde)
         self.root = Path(root).absolute()
+        extra = type_keys(allowed_types, str(self.root))
+        #: the (module, name) of every type the saver's typed values may construct
+        self.allowed_types: frozenset[TypeKey] = SAFE_TYPES | extra
+        # LangGraph's own allow-list mode too, so its reader refuses what the check here refuses
+        strict = JsonPlusSerializer(allowed_msgpack_modules=tuple(extra) or None)
+        super().__init__(serde=strict if serde is None else serde)
         if durability != "full":
             msg = f"durability={durability!r}: the LangGraph saver writes each checkpoint's file durably ('full') only"
             raise HandoffError(self.root, msg)
@@ -92,60 +108,42 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         self.durability: Durability = durability
         self.keep = keep
         self.layers = dict(LAYER_KEYS if layers is None else layers)
-        self._namespaces: dict[Path, Namespace] = {}
-        self._folders: set[Path] = set()
-        self._lock = threading.Lock()
+        #: the thread and namespace folders (shared by the copies :meth:`with_allowlist` makes)
+        self.folders = Folders(self.root, durability=durability, keep=keep)
 
-    # -- where things are --------------------------------------------------------------------
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> HandoffSaver:
+        """A copy of the saver that also reads the types *extra_allowlist* names (LangGraph's hook).
 
-    def _thread_dir(self, thread_id: str) -> Path:
-        return self.root / folder_name(str(thread_id))
-
-    def _ns_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
-        thread_dir = self._thread_dir(thread_id)
-        return thread_dir if not checkpoint_ns else thread_dir / NAMESPACES_DIR / folder_name(checkpoint_ns)
-
-    def _namespace(self, path: Path) -> Namespace:
-        with self._lock:
-            namespace = self._namespaces.get(path)
-            if namespace is None:
-                namespace = Namespace(path, durability=self.durability, keep=self.keep)
-                self._namespaces[path] = namespace
-            return namespace
-
-    def _made(self, folder: Path) -> None:
-        """Make *folder* and its missing parents under the root, 0700; once per saver and folder."""
-        if folder not in self._folders or not folder.is_dir():
-            private_dirs(self.root, folder)
-            self._folders.add(folder)
-
-    def _namespaces_of(self, thread_dir: Path) -> list[Namespace]:
-        return [self._namespace(path) for path in namespace_dirs(thread_dir)]
-
-    def _thread_dirs(self) -> list[Path]:
-        try:
-            return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            msg = f"cannot list the saver's root: {exc.strerror or exc}"
-            raise HandoffError(self.root, msg) from exc
+        LangGraph calls it at ``compile()`` with the graph's schema types when
+        ``LANGGRAPH_STRICT_MSGPACK`` is set; the copy shares the root and its caches.
+        """
+        extra = frozenset(tuple(key) for key in extra_allowlist)
+        if extra <= self.allowed_types:
+            return self
+        clone = super().with_allowlist(extra_allowlist)
+        copied = copy.copy(self) if clone is self else clone
+        assert isinstance(copied, HandoffSaver)  # noqa: S101 -- the base class copies the saver itself
+        copied.allowed_types = self.allowed_types | extra
+        return copied
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _serde(self) -> SerdeProtocol:
+    def _decode(self, stored: Any, where: Path) -> Any:
         serde: SerdeProtocol = self.serde
-        return serde
+        return decode_value(stored, serde, str(where), allowed=self.allowed_types)
+
+    def _encode(self, value: Any, where: Path) -> dict[str, Any]:
+        serde: SerdeProtocol = self.serde
+        return encode_value(value, serde, allowed=self.allowed_types, where=str(where))
 
     def _tuple(self, namespace: Namespace, entry: Entry) -> CheckpointTuple:
         handoff = namespace.handoff(entry)
         record = record_of(handoff, entry.path)
-        serde, where = self._serde(), str(entry.path)
-        checkpoint = decode_value(record["checkpoint"], serde, where)
+        checkpoint = self._decode(record["checkpoint"], entry.path)
         versions = checkpoint.get("channel_versions", {})
         values = record.get("channel_values", {})
         checkpoint["channel_values"] = {
-            name: decode_value(values[name], serde, where) for name in versions if name in values
+            name: self._decode(values[name], entry.path) for name in versions if name in values
         }
         thread_id, checkpoint_ns = record["thread_id"], record["checkpoint_ns"]
         config: RunnableConfig = {
@@ -164,7 +162,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
                     "checkpoint_id": entry.parent_id,
                 }
             }
-        metadata = decode_value(entry.metadata, serde, where)
+        metadata = self._decode(entry.metadata, entry.path)
         return CheckpointTuple(config, checkpoint, metadata, parent, self._pending(namespace.path, entry.checkpoint_id))
 
     def _pending(self, ns_dir: Path, checkpoint_id: str) -> list[tuple[str, str, Any]]:
@@ -175,8 +173,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             if key not in chosen or record["idx"] < 0:  # first write wins; a special channel's last
                 chosen[key] = record
         ordered = sorted(chosen.values(), key=lambda r: (r["task_path"], r["task_id"], r["idx"]))
-        serde = self._serde()
-        return [(r["task_id"], r["channel"], decode_value(r["value"], serde, str(path))) for r in ordered]
+        return [(r["task_id"], r["channel"], self._decode(r["value"], path)) for r in ordered]
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint *config* names (its ``checkpoint_id``), or the thread's newest; None if there is none.
@@ -185,7 +182,10 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             (the newest, when none is named; any, when the one named is not among those that do).
         """
         configurable = config.get("configurable", {})
-        namespace = self._namespace(self._ns_dir(configurable["thread_id"], configurable.get("checkpoint_ns", "")))
+        ns_dir = self.folders.ns_dir(configurable["thread_id"], configurable.get("checkpoint_ns", ""))
+        namespace = self.folders.ready(ns_dir)
+        if namespace is None:
+            return None
         wanted = get_checkpoint_id(config)
         for attempt in range(3):  # a checkpoint another writer prunes between the look and the read: look again
             entries, damaged = namespace.scan()
@@ -215,11 +215,12 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         """The checkpoints of a thread (one namespace if *config* names it), newest first."""
         configurable = (config or {}).get("configurable", {})
         if config is None or "thread_id" not in configurable:
-            namespaces = [ns for thread_dir in self._thread_dirs() for ns in self._namespaces_of(thread_dir)]
+            namespaces = [ns for folder in self.folders.thread_dirs() for ns in self.folders.namespaces_of(folder)]
         elif configurable.get("checkpoint_ns") is not None:
-            namespaces = [self._namespace(self._ns_dir(configurable["thread_id"], configurable["checkpoint_ns"]))]
+            ready = self.folders.ready(self.folders.ns_dir(configurable["thread_id"], configurable["checkpoint_ns"]))
+            namespaces = [ready] if ready is not None else []
         else:
-            namespaces = self._namespaces_of(self._thread_dir(configurable["thread_id"]))
+            namespaces = self.folders.namespaces_of(self.folders.thread_dir(configurable["thread_id"]))
         wanted = get_checkpoint_id(config) if config else None
         below = get_checkpoint_id(before) if before else None
         found = [
@@ -234,7 +235,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             if limit is not None and count >= limit:
                 return
             if filter:
-                metadata = decode_value(entry.metadata, self._serde(), str(entry.path))
+                metadata = self._decode(entry.metadata, entry.path)
                 if any(key not in metadata or metadata[key] != value for key, value in filter.items()):
                     continue
             try:
@@ -267,7 +268,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     def _save(
         self, thread_id: str, checkpoint_ns: str, checkpoint: dict[str, Any], metadata: Any, parent: str | None
     ) -> RunnableConfig:
-        serde = self._serde()
+        ns_dir = self.folders.ns_dir(thread_id, checkpoint_ns)
         values = checkpoint.pop("channel_values", None) or {}
         versions = checkpoint.get("channel_versions", {})
         record = {
@@ -276,12 +277,12 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": checkpoint["id"],
             "parent_checkpoint_id": parent,
-            "metadata": encode_value(metadata, serde),
-            "checkpoint": encode_value(checkpoint, serde),
-            "channel_values": {name: encode_value(value, serde) for name, value in values.items() if name in versions},
+            "metadata": self._encode(metadata, ns_dir),
+            "checkpoint": self._encode(checkpoint, ns_dir),
+            "channel_values": {name: self._encode(value, ns_dir) for name, value in values.items() if name in versions},
         }
-        namespace = self._namespace(self._ns_dir(thread_id, checkpoint_ns))
-        self._made(namespace.path.parent)  # the store makes its own folder 0700, not its parents
+        namespace = self.folders.ready(ns_dir, create=True)
+        assert namespace is not None  # noqa: S101 -- made just now
         namespace.store.save({**layers_of_state(values, self.layers), "state": {"data": {"langgraph": record}}})
         if self.keep is not None:
             namespace.drop_pruned_writes(writes_file)
@@ -298,41 +299,41 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     ) -> None:
         """Store a task's writes for the checkpoint *config* names, durably (one fdatasync)."""
         configurable = config["configurable"]
-        namespace = self._namespace(self._ns_dir(str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")))
+        ns_dir = self.folders.ns_dir(str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""))
         checkpoint_id = configurable["checkpoint_id"]
-        serde = self._serde()
         records: list[dict[str, Any]] = [
             {
                 "task_id": task_id,
                 "task_path": task_path,
                 "idx": WRITES_IDX_MAP.get(channel, index),
                 "channel": channel,
-                "value": encode_value(value, serde),
+                "value": self._encode(value, ns_dir),
             }
             for index, (channel, value) in enumerate(writes)
         ]
-        self._made(namespace.path.parent)
+        namespace = self.folders.ready(ns_dir, create=True)
+        assert namespace is not None  # noqa: S101 -- made just now
         namespace.store.init()
         path = writes_file(namespace.path, checkpoint_id)
         with namespace.store.locked():
             have = {(r["task_id"], r["idx"]) for r in read_writes(path) if r["idx"] >= 0}
             fresh = [r for r in records if r["idx"] < 0 or (r["task_id"], r["idx"]) not in have]
             if fresh:
-                append_writes(path, fresh)
+                append_writes(self.root, path, fresh)
 
     # -- removing and copying ------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of a thread, in every namespace."""
-        thread_dir = self._thread_dir(str(thread_id))
+        thread_dir = self.folders.thread_dir(str(thread_id))
+        if not dir_under(self.root, thread_dir):  # a link planted for the thread is refused, not renamed
+            return
         doomed = self.root / f".deleted-{thread_dir.name}-{uuid.uuid4().hex[:8]}"
         try:
             thread_dir.rename(doomed)  # gone at once for every reader, then removed at leisure
         except FileNotFoundError:
             return
-        with self._lock:
-            for path in [p for p in self._namespaces if p == thread_dir or thread_dir in p.parents]:
-                del self._namespaces[path]
+        self.folders.forget(thread_dir)
         shutil.rmtree(doomed, ignore_errors=True)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -340,13 +341,12 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         runs = set(run_ids)
         if not runs:
             return
-        serde = self._serde()
-        for thread_dir in self._thread_dirs():
-            for namespace in self._namespaces_of(thread_dir):
+        for thread_dir in self.folders.thread_dirs():
+            for namespace in self.folders.namespaces_of(thread_dir):
                 doomed = [
                     entry
                     for entry in namespace.entries()
-                    if decode_value(entry.metadata, serde, str(entry.path)).get("run_id") in runs
+                    if self._decode(entry.metadata, entry.path).get("run_id") in runs
                 ]
                 namespace.remove(doomed, writes_file)
 
@@ -359,7 +359,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             if strategy == "delete":
                 self.delete_thread(thread_id)
                 continue
-            for namespace in self._namespaces_of(self._thread_dir(str(thread_id))):
+            for namespace in self.folders.namespaces_of(self.folders.thread_dir(str(thread_id))):
                 entries, damaged = namespace.scan()
                 newest = entries[0].generation if entries else 0
                 # a damaged file older than the checkpoint kept goes with the others it is among
@@ -370,11 +370,11 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
 
         :raises HandoffError: if the target thread already holds checkpoints.
         """
-        target_dir = self._thread_dir(str(target_thread_id))
-        if any(namespace.entries() for namespace in self._namespaces_of(target_dir)):
+        target_dir = self.folders.thread_dir(str(target_thread_id))
+        if any(namespace.entries() for namespace in self.folders.namespaces_of(target_dir)):
             msg = "the target thread already holds checkpoints; copy into a new thread"
             raise HandoffError(target_dir, msg)
-        for namespace in self._namespaces_of(self._thread_dir(str(source_thread_id))):
+        for namespace in self.folders.namespaces_of(self.folders.thread_dir(str(source_thread_id))):
             for entry in reversed(namespace.entries()):  # oldest first: the copy's history has the same order
                 tuple_ = self._tuple(namespace, entry)
                 checkpoint_ns = tuple_.config["configurable"]["checkpoint_ns"]
@@ -384,6 +384,6 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
                 source = writes_file(namespace.path, entry.checkpoint_id)
                 records = read_writes(source)
                 if records:
-                    target = self._namespace(self._ns_dir(str(target_thread_id), checkpoint_ns))
+                    target = self.folders.namespace(self.folders.ns_dir(str(target_thread_id), checkpoint_ns))
                     with target.store.locked():
-                        append_writes(writes_file(target.path, entry.checkpoint_id), records)
+                        append_writes(self.root, writes_file(target.path, entry.checkpoint_id), records)

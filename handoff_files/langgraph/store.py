@@ -26,6 +26,7 @@ from handoff_files.foundation.errors import (
     UnsupportedVersionError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
+from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.layout import WRITES_DIR
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_of
 from handoff_files.thread.settings import Durability
@@ -59,6 +60,22 @@ class Damaged:
     generation: int
     path: Path
     error: HandoffError
+
+
+def _unlink(path: Path, folder: int | None = None) -> None:
+    """Delete *path* (by its name in *folder*'s descriptor, if given); already gone is fine.
+
+    :raises HandoffWriteError: if it cannot be deleted.
+    """
+    try:
+        if folder is None:
+            path.unlink(missing_ok=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path.name, dir_fd=folder)
+    except OSError as exc:
+        msg = f"cannot delete it: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
 
 
 def record_of(handoff: Handoff, where: Path) -> dict[str, Any]:
@@ -181,13 +198,12 @@ class Namespace:
             return
         with self.store.locked():
             newest = max((entry.generation for entry in self.scan()[0]), default=0)
-            paths = [path for entry in doomed for path in (entry.path, writes_of(self.path, entry.checkpoint_id))]
-            for path in [*paths, *(bad.path for bad in damaged)]:
-                try:
-                    path.unlink(missing_ok=True)
-                except OSError as exc:
-                    msg = f"cannot delete it: {exc.strerror or exc}"
-                    raise HandoffWriteError(path, msg) from exc
+            for path in [*(entry.path for entry in doomed), *(bad.path for bad in damaged)]:
+                _unlink(path)
+            # in writes/ as opened here, never through a link planted in its place
+            with open_dir_under(self.path, self.path / WRITES_DIR) as folder:
+                for entry in doomed if folder is not None else []:
+                    _unlink(writes_of(self.path, entry.checkpoint_id), folder)
             if any(entry.generation == newest for entry in doomed):
                 self._newest_gone()
 
@@ -221,8 +237,13 @@ class Namespace:
                 return
             oldest = min(entry.checkpoint_id for entry in kept)
             kept_names = {writes_of(self.path, entry.checkpoint_id).name for entry in kept}
-            with contextlib.suppress(OSError):
-                for stale in (self.path / WRITES_DIR).iterdir():
-                    if stale.suffix == ".jsonl" and stale.name not in kept_names and stale.stem < oldest:
+            # a link in writes/' place is left alone here (put_writes refuses it, naming it)
+            with (
+                contextlib.suppress(OSError, HandoffError),
+                open_dir_under(self.path, self.path / WRITES_DIR) as folder,
+            ):
+                for name in os.listdir(folder) if folder is not None else []:
+                    stem, _, suffix = name.rpartition(".")
+                    if suffix == "jsonl" and name not in kept_names and stem < oldest:
                         with contextlib.suppress(OSError):
-                            stale.unlink()
+                            os.unlink(name, dir_fd=folder)

@@ -9,6 +9,7 @@ from pathlib import Path
 from handoff_files.foundation.atomic import is_real_dir, lexists
 from handoff_files.foundation.errors import HandoffNotFoundError, HandoffValidationError
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
+from handoff_files.foundation.safe_paths import dir_under
 from handoff_files.langgraph.layout import namespace_dirs, writes_file
 from handoff_files.langgraph.saver import HandoffSaver
 from handoff_files.langgraph.store import Namespace, record_of
@@ -55,16 +56,16 @@ def keep_newest(
     check_keep(keep, root)
     _check_root(root)
     if thread_ids is None:
-        folders = saver._thread_dirs()
+        folders = saver.folders.thread_dirs()
     else:
-        folders = [saver._thread_dir(str(thread)) for thread in thread_ids]
+        folders = [saver.folders.thread_dir(str(thread)) for thread in thread_ids]
         for thread, folder in zip(thread_ids, folders, strict=True):
-            if not is_real_dir(folder):
+            if not dir_under(root, folder):  # a link planted for the thread is refused, naming it
                 msg = f"no LangGraph thread {thread!r} under this root"
                 raise HandoffNotFoundError(folder, msg)
     results = []
     for folder in folders:
-        for path in namespace_dirs(folder):
+        for path in namespace_dirs(root, folder):
             namespace = Namespace(
                 path, durability=saver.durability, keep=None, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait
             )
@@ -103,7 +104,7 @@ def _check_root(root: Path) -> None:
 
 def _nothing_to_prune(root: Path, folders: list[Path]) -> str:
     """Why a root holds nothing to prune: what it holds instead, and what to run."""
-    threads = [folder for folder in folders if any(True for _ in namespace_dirs(folder))]
+    threads = [folder for folder in folders if any(True for _ in namespace_dirs(root, folder))]
     if not threads:
         return "neither a thread nor a LangGraph root: it holds no handoff thread and no LangGraph checkpoint"
     names = ", ".join(folder.name for folder in threads[:3]) + (" …" if len(threads) > 3 else "")

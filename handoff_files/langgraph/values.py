@@ -9,7 +9,8 @@ Every value is stored as a one-key object that says how it was stored:
 * ``{"serde": "msgpack", "base64": "..."}``: anything else, as the saver's serializer typed it.
 
 A value is written readably only if reading it back gives an equal value; otherwise it takes the
-serializer's road, so nothing is ever lost or changed by being readable.
+serializer's road, so nothing is ever lost or changed by being readable. Typed bytes are stored and
+read only if every type they name is allowed (:mod:`handoff_files.langgraph.allowed`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any, Final, Protocol
 import orjson
 
 from handoff_files.format.model import HandoffContent
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, check_typed
 
 __all__ = ["SerdeProtocol", "decode_value", "encode_value", "layers_of_state"]
 
@@ -76,21 +78,31 @@ def _messages(value: Any) -> dict[str, Any] | None:
     return {"message": dicts[0]} if single else {"messages": dicts}
 
 
-def encode_value(value: Any, serde: SerdeProtocol) -> dict[str, Any]:
-    """Encode one value for a checkpoint file: readable where it reads back equal, typed bytes otherwise."""
+def encode_value(
+    value: Any, serde: SerdeProtocol, *, allowed: frozenset[TypeKey] = SAFE_TYPES, where: str = "."
+) -> dict[str, Any]:
+    """Encode one value for a checkpoint file: readable where it reads back equal, typed bytes otherwise.
+
+    :param allowed: the types its typed bytes may name (else it could not be read back).
+    :param where: the thread's folder, for errors.
+    :raises HandoffValidationError: if its typed bytes name a type not allowed, or are a pickle.
+    """
     if _plain_json(value):
         return {"json": value}
     messages = _messages(value)
     if messages is not None:
         return messages
     kind, data = serde.dumps_typed(value)
+    check_typed(kind, data, allowed, where, writing=True)
     return {"serde": kind, "base64": base64.b64encode(data).decode("ascii")}
 
 
-def decode_value(stored: Any, serde: SerdeProtocol, where: str) -> Any:
-    """Decode what :func:`encode_value` wrote.
+def decode_value(stored: Any, serde: SerdeProtocol, where: str, *, allowed: frozenset[TypeKey] = SAFE_TYPES) -> Any:
+    """Decode what :func:`encode_value` wrote; typed bytes only once every type they name is found in *allowed*.
 
     :param where: the file, for errors.
+    :param allowed: the types typed bytes may construct.
+    :raises HandoffValidationError: if typed bytes name a type not allowed, are a pickle, or do not load.
     :raises HandoffError: if *stored* is not one of the three forms.
     """
     if isinstance(stored, dict) and len(stored) == 1:
@@ -102,13 +114,18 @@ def decode_value(stored: Any, serde: SerdeProtocol, where: str) -> Any:
             if "message" in stored:
                 return messages_from_dict([stored["message"]])[0]
             return messages_from_dict(stored["messages"])
-    if isinstance(stored, dict) and set(stored) == {"serde", "base64"}:
+    if isinstance(stored, dict) and set(stored) == {"serde", "base64"} and isinstance(stored["serde"], str):
         try:
             data = base64.b64decode(stored["base64"], validate=True)
         except (TypeError, ValueError) as exc:
             msg = f"a channel value's base64 does not decode: {exc}"
             raise HandoffError(where, msg) from exc
-        return serde.loads_typed((stored["serde"], data))
+        check_typed(stored["serde"], data, allowed, where)
+        try:
+            return serde.loads_typed((stored["serde"], data))
+        except Exception as exc:  # a serializer may raise anything: none escapes the saver's API
+            msg = f"a stored value typed {stored['serde']!r} does not load: {type(exc).__name__}: {exc}"
+            raise HandoffValidationError(where, msg) from exc
     msg = f"a stored value is neither {{'json': …}}, messages nor {{'serde', 'base64'}}: {str(stored)[:80]}"
     raise HandoffError(where, msg)
 
