@@ -21,7 +21,7 @@ def add_agent_commands(add: Add) -> None:
         handler("commands_agents", "brief"),
         "the restored handoff written for a model (priorities first), within a budget, with its acknowledgement code",
     )
-    p.add_argument("dir", help="thread directory")
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument(
         "--budget", type=budget, default=6000, metavar="N", help="most characters (default 6000, at least 1000)"
     )
@@ -31,8 +31,8 @@ def add_agent_commands(add: Add) -> None:
         handler("commands_agents", "acknowledge"),
         "record that the agent read the current briefing: CODE is the one the briefing ends with",
     )
-    p.add_argument("dir", help="thread directory")
-    p.add_argument("code", help="the briefing's acknowledgement code (XXXX-XXXX)")
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
+    p.add_argument("code", metavar="CODE", help="the briefing's acknowledgement code (XXXX-XXXX)")
 
     p = add(
         "mcp",
@@ -40,8 +40,8 @@ def add_agent_commands(add: Add) -> None:
         "serve a thread's handoffs as MCP tools over stdio (save, restore, acknowledge …); needs handoff-files[mcp]",
     )
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--thread", metavar="DIR", help="the one thread the tools work on")
-    where.add_argument("--root", metavar="DIR", help="a folder of threads: each call names its thread")
+    where.add_argument("--thread", metavar="THREAD", help="the one thread the tools work on")
+    where.add_argument("--root", metavar="ROOT", help="a folder of threads: each call names its thread")
     p.add_argument("--blobs", metavar="URL", help="blob store for checkpoints (default: $HANDOFF_BLOBS)")
 
     agents = ["claude-code", "codex", "cursor"]
@@ -51,7 +51,9 @@ def add_agent_commands(add: Add) -> None:
         "answer a coding agent's hook event (JSON on stdin): brief a starting session, ask for a handoff at a stop",
     )
     p.add_argument("agent", choices=agents, help="whose hook format")
-    p.add_argument("--thread", metavar="DIR", help="the thread (default: PROJECT/.handoff/main, from the event's cwd)")
+    p.add_argument(
+        "--thread", metavar="THREAD", help="the thread (default: PROJECT/.handoff/main, from the event's cwd)"
+    )
 
     p = add(
         "install",
@@ -59,8 +61,8 @@ def add_agent_commands(add: Add) -> None:
         "add the hooks and the MCP server to a project's settings for a coding agent, keeping what is there",
     )
     p.add_argument("agent", choices=agents, help="which coding agent")
-    p.add_argument("--project", default=".", metavar="DIR", help="the project folder (default: .)")
-    p.add_argument("--thread", metavar="DIR", help="the thread (default: PROJECT/.handoff/main)")
+    p.add_argument("--project", default=".", metavar="PROJECT", help="the project folder (default: .)")
+    p.add_argument("--thread", metavar="THREAD", help="the thread (default: PROJECT/.handoff/main)")
     p.add_argument("--executable", default="handoff", metavar="CMD", help="the command to put in (default: handoff)")
     p.add_argument("--dry-run", action="store_true", help="show what would change (as a diff) and write nothing")
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from typing import Final
 
-__all__ = ["agent", "budget", "count", "keep", "positive", "seconds", "thread_id", "wait"]
+__all__ = ["OUTPUT_RULE", "agent", "budget", "count", "keep", "positive", "seconds", "thread_id", "wait"]
+
+
+#: What ``-o FILE`` does with what FILE is (docs/protocols.md, "Output a person names"): said in each -o's help.
+OUTPUT_RULE: Final = (
+    "a file is replaced atomically and durably (keeping its mode), a symlink's target is written, a FIFO or "
+    "device is written in place; a hard-linked file is refused (redirect stdout to write into it)"
+)
 
 
 def count(text: str) -> int:

@@ -292,13 +292,38 @@ def cmd_migrate(args: argparse.Namespace) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> str:
-    """``handoff import --from sw4rm FILE DIR``."""
+    """``handoff import --from sw4rm THREAD FILE`` (``FILE THREAD``, the older order, when it can be told apart)."""
     # imported here: only this command and export-context pay for the compat module (the sanctioned use)
     from handoff_files.compat import sw4rm  # noqa: PLC0415 -- see the comment above
 
-    data, name = read_input(args.file)
-    receipt = sw4rm.import_context(data, args.dir, source=name, format=args.format, **lock_options(args))
+    thread, file = _import_order(args.dir, args.file)
+    data, name = read_input(file)
+    receipt = sw4rm.import_context(data, thread, source=name, format=args.format, **lock_options(args))
     return _receipt(receipt, args, "imported")
+
+
+def _import_order(thread: str, file: str) -> tuple[str, str]:
+    """THREAD and FILE as the command line gave them, or swapped when they were given in the older order, FILE THREAD.
+
+    A thread is a directory (or a name to make one), never a file: a first word that is a file (or
+    ``-``) before a second that is not is the older order, read as such with a note.
+
+    :raises HandoffValidationError: for two files (or two ``-``), saying what the order is.
+    """
+    from handoff_files.foundation.errors import HandoffValidationError  # noqa: PLC0415 -- only a refusal needs it
+
+    order = "the order is `handoff import --from sw4rm THREAD FILE`, as for save"
+
+    def is_file(name: str) -> bool:
+        return name == "-" or Path(name).is_file()
+
+    if is_file(thread) and is_file(file):
+        msg = f"{thread} and {file} are both files, and THREAD is a thread directory: {order}"
+        raise HandoffValidationError(thread, msg)
+    if is_file(thread):
+        print(f"handoff: note: {order}; FILE THREAD is still read when it can be told apart", file=sys.stderr)
+        return file, thread
+    return thread, file
 
 
 def cmd_export_context(args: argparse.Namespace) -> str:

@@ -37,9 +37,9 @@ def register(add: Add) -> None:
         "diff",
         cmd_diff,
         "show what changed in the layers between two generations kept in history/ (default: the newest and "
-        "the one before it)",
+        "the one before it; history/ keeps the newest 10 by default)",
     )
-    p.add_argument("dir", help="thread directory")
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument(
         "before", nargs="?", type=positive, metavar="A", help="the older generation (default: the one before B)"
     )

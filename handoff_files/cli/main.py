@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from handoff_files.cli.agents_parser import Add, add_agent_commands
-from handoff_files.cli.arguments import agent, count, keep, positive, seconds, thread_id, wait
+from handoff_files.cli.arguments import OUTPUT_RULE, agent, count, keep, positive, seconds, thread_id, wait
 from handoff_files.cli.commands_edit import register as add_edit_commands
 from handoff_files.cli.commands_history import register as add_history_commands
 from handoff_files.cli.commands_history import since
 from handoff_files.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from handoff_files.cli.lazy import handler as _handler
+from handoff_files.cli.transfer_parser import add_transfer_commands
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
 
@@ -30,17 +31,14 @@ __all__ = ["build_parser", "main"]
 _WRITERS: Final = frozenset(
     {"init", "save", "seal", "migrate", "import", "doctor", "acknowledge", "edit", "set", "prune"}
 )
-# -o FILE: what is written where (docs/protocols.md, "Output a person names")
-_OUTPUT_RULE: Final = (
-    "a file is replaced atomically and durably (keeping its mode), a symlink's target is written, a FIFO or "
-    "device is written in place; a hard-linked file is refused (redirect stdout to write into it)"
-)
-_OUTPUT_HELP: Final = f"write exactly these bytes to FILE instead of stdout: {_OUTPUT_RULE}"
+_OUTPUT_HELP: Final = f"write exactly these bytes to FILE instead of stdout: {OUTPUT_RULE}"
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
 _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
 # --json added by the command itself, in a group with the options it cannot go with (log: --follow)
 _OWN_JSON: Final = frozenset({"log"})
 _JSON_HELP: Final = "print machine-readable JSON (docs/cli-json.md)"
+# history/'s default size (thread.history.DEFAULT_KEEP; a test keeps them equal): the parser imports no store
+_KEEP: Final = 10
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     # in this order in `handoff --help`
     _add_file_commands(add)
     _add_context_commands(add)
-    _add_transfer_commands(add)
+    add_transfer_commands(add)  # export, adopt, inbox
     _add_care_commands(add)
     add_history_commands(add)  # diff
     add_agent_commands(add)
@@ -84,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_file_commands(add: Add) -> None:
     """The subcommands that write, read, verify, seal and migrate a thread's handoffs."""
     p = add("init", _handler("commands", "init"), "create a thread directory (mode 0700) ready for saves")
-    p.add_argument("dir", help="thread directory")
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format (default: json)")
 
     p = add(
@@ -92,8 +90,8 @@ def _add_file_commands(add: Add) -> None:
         _handler("commands", "save"),
         "seal the five layers from FILE (JSON or YAML; - or none: stdin) as the next generation",
     )
-    p.add_argument("dir", help="thread directory")
-    p.add_argument("file", nargs="?", help="content file, JSON or YAML (default: stdin)")
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
+    p.add_argument("file", nargs="?", metavar="FILE", help="content file, JSON or YAML (default: stdin)")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
     _add_id_options(p)
 
@@ -102,9 +100,14 @@ def _add_file_commands(add: Add) -> None:
         _handler("commands", "show"),
         "show a handoff for a person taking over: narrative, warnings, priorities, state",
     )
-    p.add_argument("path", help="thread directory (restored) or handoff file (loaded)")
+    p.add_argument("path", metavar="THREAD", help="thread directory (restored), or a handoff file (loaded)")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
-    p.add_argument("--generation", type=positive, metavar="N", help="generation N as history/ keeps it, verified")
+    p.add_argument(
+        "--generation",
+        type=positive,
+        metavar="N",
+        help=f"generation N as history/ keeps it, verified (history/ keeps the newest {_KEEP} by default)",
+    )
 
     p = add(
         "validate",
@@ -115,7 +118,7 @@ def _add_file_commands(add: Add) -> None:
     p.add_argument("--assume-version", metavar="V", help="the version of files that do not say")
 
     p = add("seal", _handler("commands", "seal"), "accept a person's edit of the primary as the next sealed generation")
-    p.add_argument("path", help="thread directory or its primary file")
+    p.add_argument("path", metavar="THREAD", help="thread directory or its primary file")
     p.add_argument("--yes", action="store_true", help="seal a primary that reads as corrupt without asking")
 
     p = add(
@@ -123,7 +126,7 @@ def _add_file_commands(add: Add) -> None:
         _handler("commands", "migrate"),
         "rewrite an older (0.8 or 1.0) handoff as the next sealed 2.0 generation",
     )
-    p.add_argument("path", help="thread directory (its primary) or the older file inside it")
+    p.add_argument("path", metavar="THREAD", help="thread directory (its primary) or the older file inside it")
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
     p.add_argument("--assume-version", metavar="V", help="the version of a file that does not say")
 
@@ -139,11 +142,12 @@ def _add_context_commands(add: Add) -> None:
     p = add(
         "import",
         _handler("commands", "import"),
-        "save another framework's context FILE (- for stdin) as the next generation's context",
+        "save another framework's context FILE (- for stdin) as the context of THREAD's next generation "
+        "(THREAD FILE, as for save; FILE THREAD, the older order, is still read when it can be told apart)",
     )
     p.add_argument("--from", dest="source_format", choices=["sw4rm"], required=True, help="FILE's format")
-    p.add_argument("file", help="context file (sw4rm: serialize_context bytes), or - for stdin")
-    p.add_argument("dir", help="thread directory")
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
+    p.add_argument("file", metavar="FILE", help="context file (sw4rm: serialize_context bytes), or - for stdin")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
     _add_id_options(p)
 
@@ -153,7 +157,7 @@ def _add_context_commands(add: Add) -> None:
         "write a thread's context block in another framework's format",
     )
     p.add_argument("--to", dest="target_format", choices=["sw4rm"], required=True, help="output format")
-    p.add_argument("dir", help="thread directory (restored) or handoff file")
+    p.add_argument("dir", metavar="THREAD", help="thread directory (restored), or a handoff file")
     p.add_argument("-o", "--output", metavar="FILE", help=_OUTPUT_HELP)
 
 
@@ -164,11 +168,11 @@ def _add_care_commands(add: Add) -> None:
         _handler("commands", "doctor"),
         "check every channel of a thread and what a person can do; exit 1 on errors",
     )
-    p.add_argument("dir", help="thread directory, or its primary file")
+    p.add_argument("dir", metavar="THREAD", help="thread directory, or its primary file")
     p.add_argument("--repair", action="store_true", help="rebuild what can be rebuilt, and say what could not")
 
     p = add("log", _handler("commands", "log"), "show the thread's journal as a readable timeline")
-    p.add_argument("dir", help="thread directory")
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument("-n", "--lines", type=count, metavar="N", help="only the last N lines")
     p.add_argument("--since", type=since, metavar="WHEN", help="only lines since WHEN: an ISO 8601 time or 10m, 2h, 1d")
     one_document = p.add_mutually_exclusive_group()  # --follow never ends: no one JSON document could hold it
@@ -182,7 +186,7 @@ def _add_care_commands(add: Add) -> None:
         _handler("commands", "run"),
         "run an agent on a thread: restart it when it dies, check it acknowledges its context",
     )
-    p.add_argument("dir", help="thread directory (HANDOFF_DIR in the agent's environment)")
+    p.add_argument("dir", metavar="THREAD", help="thread directory (HANDOFF_DIR in the agent's environment)")
     p.add_argument("--max-restarts", type=count, default=10, metavar="N", help="restarts before giving up (default 10)")
     p.add_argument(
         "--ack-timeout",
@@ -203,16 +207,21 @@ def _add_care_commands(add: Add) -> None:
     )
     p.add_argument("agent_command", nargs="+", metavar="COMMAND", help="the agent's command, after --")
 
-    p = add("history", _handler("commands", "history"), "list a thread's generations, newest first, each verified")
-    p.add_argument("dir", help="thread directory")
+    p = add(
+        "history",
+        _handler("commands", "history"),
+        f"list a thread's generations, newest first, each verified; * marks the one a restore returns "
+        f"(history/ keeps the newest {_KEEP} by default)",
+    )
+    p.add_argument("dir", metavar="THREAD", help="thread directory")
 
     p = add(
         "prune",
         _handler("commands_langgraph", "prune"),
-        "keep a thread's newest generation files in history/, or each LangGraph thread's newest checkpoints "
-        "under a HandoffSaver root; remove the rest",
+        f"keep a thread's newest generation files in history/ (saves keep the newest {_KEEP} by default), or "
+        "each LangGraph thread's newest checkpoints under a HandoffSaver root; remove the rest",
     )
-    p.add_argument("root", metavar="DIR", help="a thread directory, or a HandoffSaver's root folder")
+    p.add_argument("root", metavar="THREAD", help="a thread directory, or a HandoffSaver's root folder")
     p.add_argument(
         "--keep",
         type=keep,
@@ -223,106 +232,6 @@ def _add_care_commands(add: Add) -> None:
     p.add_argument("--thread", action="append", metavar="ID", help="only this LangGraph thread id (repeatable)")
     p.add_argument(
         "--dry-run", action="store_true", help="say what would be removed, and remove nothing (takes no lock)"
-    )
-
-
-def _add_transfer_commands(add: Add) -> None:
-    """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""
-    blobs_help = "blob store: a folder or an fsspec URL such as s3://bucket/prefix (default: $HANDOFF_BLOBS)"
-    shared_help = "a folder --blobs in group-shared mode: folders it creates 2770, blobs 0660"
-    p = add(
-        "export",
-        _handler("commands_transfer", "export"),
-        "hand a sealed generation to another agent: store its blob, print the descriptor",
-    )
-    p.add_argument("dir", help="thread directory")
-    p.add_argument("--to", type=agent, metavar="AGENT", help="the agent meant to adopt it")
-    p.add_argument("--blobs", metavar="URL", help=blobs_help)
-    p.add_argument("--shared", action="store_true", help=shared_help)
-    p.add_argument("--generation", type=positive, metavar="N", help="which generation (default: the newest verified)")
-    p.add_argument("--summary", help="a line for the receiver (default: the narrative's first sentence, next step)")
-    p.add_argument("-o", "--output", metavar="FILE", help=f"also write the descriptor to FILE: {_OUTPUT_RULE}")
-
-    p = add(
-        "adopt",
-        _handler("commands_transfer", "adopt"),
-        "fetch a descriptor's blob, verify its sha256 and seal, start a new thread with it",
-    )
-    p.add_argument("descriptor", help="descriptor file (JSON), or - for stdin")
-    p.add_argument("new_dir", help="the new thread's directory (missing or empty)")
-    p.add_argument("--blobs", metavar="URL", help=blobs_help)
-    p.add_argument("--shared", action="store_true", help=shared_help)
-    p.add_argument("--agent-id", type=agent, help="the adopting agent (default: the directory name)")
-    _add_inbox_commands(add)
-
-
-def _add_inbox_commands(add: Add) -> None:
-    """``handoff inbox DIR ACTION``: the request lifecycle between agents, one action per inbox call."""
-    p = add(
-        "inbox",
-        _handler("commands_transfer", "inbox_list"),
-        "ask another agent to take work over, and answer such requests (an inbox folder)",
-    )
-    p.add_argument("dir", metavar="DIR", help="the inbox folder shared by the agents (created on the first request)")
-    shared_help = "group-shared mode: create folders 2770 and files 0660 (agents as different users in one group)"
-    p.add_argument("--shared", action="store_true", help=shared_help)
-    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-
-    def action(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
-        q = actions.add_parser(name, help=help_text, description=help_text)
-        # SUPPRESS: given before or after ACTION, --json is kept (a subparser's default would reset it)
-        q.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
-        q.add_argument("--shared", action="store_true", default=argparse.SUPPRESS, help=shared_help)
-        q.set_defaults(func=func, usage_error=q.error)
-        return q
-
-    q = action(
-        "list",
-        _handler("commands_transfer", "inbox_list"),
-        "list the pending requests, or with --all every request: most urgent (lowest priority) first, then oldest",
-    )
-    q.add_argument("--agent", type=agent, metavar="A", help="only the requests addressed to agent A")
-    q.add_argument("--all", action="store_true", help="every status, not only PENDING")
-
-    q = action(
-        "request",
-        _handler("commands_transfer", "inbox_request"),
-        "ask agent B to take work over; prints the new request",
-    )
-    q.add_argument("--from", dest="from_agent", type=agent, required=True, metavar="A", help="the asking agent")
-    q.add_argument(
-        "--to", type=agent, metavar="B", help="the agent asked (without it, --registry routes to a capable one)"
-    )
-    q.add_argument("--reason", required=True, metavar="R", help="why, for the agent deciding")
-    q.add_argument(
-        "--descriptor", metavar="FILE", help="the checkpoint to adopt: a descriptor (`handoff export`), - for stdin"
-    )
-    # no default here: the inbox's DEFAULT_PRIORITY applies, and building the parser never imports the inbox
-    q.add_argument("--priority", type=int, metavar="N", help="lower is more urgent (default 5)")
-    q.add_argument("--timeout", type=seconds, metavar="S", help="seconds B has to accept (default: no limit)")
-    q.add_argument("--require", nargs="+", action="extend", default=[], metavar="CAP", help="capabilities B must have")
-    q.add_argument("--registry", metavar="FILE", help="agent registry (JSON or YAML): the capability gate and routing")
-
-    id_help = "the request's id, or a unique start of it (4 hex digits or more, as `list` shows it)"
-    action(
-        "accept",
-        _handler("commands_transfer", "inbox_accept"),
-        "accept a PENDING request (of racing agents, exactly one succeeds)",
-    ).add_argument("handoff_id", metavar="ID", help=id_help)
-    q = action(
-        "reject",
-        _handler("commands_transfer", "inbox_reject"),
-        "reject a PENDING request, with a reason the requester will read",
-    )
-    q.add_argument("handoff_id", metavar="ID", help=id_help)
-    q.add_argument("--reason", required=True, metavar="R", help="why not")
-    action(
-        "complete",
-        _handler("commands_transfer", "inbox_complete"),
-        "mark an ACCEPTED request COMPLETED: the work was taken over",
-    ).add_argument("handoff_id", metavar="ID", help=id_help)
-    action("status", _handler("commands_transfer", "inbox_status"), "show one request in full").add_argument(
-        "handoff_id", metavar="ID", help=id_help
     )
 
 

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
@@ -22,6 +23,7 @@ from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import HistoryEntry, Restored
 
 __all__ = [
+    "DEFAULT_KEEP",
     "GenerationDiff",
     "GenerationNotFoundError",
     "diff_generations",
@@ -30,6 +32,10 @@ __all__ = [
     "load_generation",
     "recent",
 ]
+
+
+#: Generations kept in ``history/``, the current one included (a store's ``keep``, unless opened with another).
+DEFAULT_KEEP: Final = 10
 
 
 class GenerationNotFoundError(HandoffNotFoundError):
@@ -71,14 +77,18 @@ def find_generation(layout: ThreadDir, generation: int) -> Path:
     if name is not None:
         return layout.history_dir / name
     newest = listing[0][0] if listing else 0
+    oldest = listing[-1][0] if listing else 0
+    kept = f"{len(listing)} kept: {oldest} to {newest}"
     if generation > newest:
         what = f"the newest is {newest}" if newest else "it holds none"
         msg = f"holds no generation {generation}: {what} (`handoff history` lists them)"
-    else:
+    elif generation < oldest:
         msg = (
-            f"holds no generation {generation}: pruned, or its file was removed "
-            "(`handoff history` lists the generations kept)"
+            f"holds no generation {generation}: pruned past the history size ({kept}); saves keep the newest "
+            f"{DEFAULT_KEEP} unless the store is opened with keep=N (HandoffStore(thread, keep=N)) to keep more"
         )
+    else:
+        msg = f"holds no generation {generation}: its file was removed ({kept}; `handoff doctor` checks history/)"
     raise GenerationNotFoundError(layout.history_dir, msg, generation)
 
 

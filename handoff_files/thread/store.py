@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, Format
@@ -26,7 +26,7 @@ from handoff_files.thread import recovery
 from handoff_files.thread.ackcode import accept
 from handoff_files.thread.edits import Edit, read_edit
 from handoff_files.thread.head import Head, HeadTracker
-from handoff_files.thread.history import list_history
+from handoff_files.thread.history import DEFAULT_KEEP, list_history
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir, ThreadFolder
 from handoff_files.thread.notes import check_note
@@ -43,9 +43,6 @@ __all__ = [
     "Durability",
     "HandoffStore",
 ]
-
-#: Generations kept in ``history/``, the current one included.
-DEFAULT_KEEP: Final = 10
 
 
 class HandoffStore:

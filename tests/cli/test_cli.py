@@ -243,7 +243,7 @@ def test_import_and_export_move_sw4rm_context_bytes_through_a_thread(
     source = tmp_path / "context.bin"
     source.write_bytes(context)
     thread = tmp_path / "t1"
-    assert main(["import", "--from", "sw4rm", str(source), str(thread)]) == 0
+    assert main(["import", "--from", "sw4rm", str(thread), str(source)]) == 0
     assert "imported generation 1" in capsys.readouterr().out
     assert main(["export-context", "--to", "sw4rm", str(thread)]) == 0
     assert capsys.readouterr().out.encode("utf-8") == context + b"\n"
@@ -252,6 +252,6 @@ def test_import_and_export_move_sw4rm_context_bytes_through_a_thread(
     assert out.read_bytes() == context
     bad = tmp_path / "bad.bin"
     bad.write_bytes(b"[1, 2]")
-    assert main(["import", "--from", "sw4rm", str(bad), str(thread)]) == 1
+    assert main(["import", "--from", "sw4rm", str(thread), str(bad)]) == 1
     one_error_line(capsys.readouterr().err, str(bad), "Failed to deserialize HandoffContext")
     assert HandoffStore(thread).restore().generation == 1

@@ -82,7 +82,7 @@ def test_export_context_with_json_prints_one_object_with_or_without_an_output_fi
     context = b'{"conversation_history":[{"content":"hi","role":"user"}],"metadata":{},"tool_state":{"k":1}}'
     (tmp_path / "context.bin").write_bytes(context)
     thread = tmp_path / "t1"
-    assert handoff("import", "--from", "sw4rm", tmp_path / "context.bin", thread, env=subprocess_env).returncode == 0
+    assert handoff("import", "--from", "sw4rm", thread, tmp_path / "context.bin", env=subprocess_env).returncode == 0
     printed = machine(handoff("export-context", "--to", "sw4rm", thread, "--json", env=subprocess_env))
     assert printed == {"format": "sw4rm", "path": None, "bytes": len(context), "context": json.loads(context)}
     out = tmp_path / "out.bin"

@@ -193,7 +193,7 @@ CASES: Final = {
     "migrate": Case("migrate", "migrate", lambda w: ["migrate", str(w.legacy)]),
     "migrate-dry-run": Case("migrate", "migrate", lambda w: ["migrate", str(w.legacy), "--dry-run"]),
     "migrate-current": Case("migrate", "migrate", lambda w: ["migrate", str(w.alpha)]),
-    "import": Case("import", "import", lambda w: ["import", "--from", "sw4rm", w.path("context.bin"), w.path("t2")]),
+    "import": Case("import", "import", lambda w: ["import", "--from", "sw4rm", w.path("t2"), w.path("context.bin")]),
     "export-context": Case(
         "export-context", "export-context", lambda w: ["export-context", "--to", "sw4rm", str(w.alpha)]
     ),
