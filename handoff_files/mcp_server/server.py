@@ -189,7 +189,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
                 found = [e for e in store.history() if e.generation == generation and e.problem is None]
                 if not found:
                     raise HandoffError(path, f"no verified generation {generation} here; handoff_history lists them")
-                handoff = load(found[0].path)
+                handoff = load(found[0].path, follow_symlinks=False)
             return Shown(thread=str(path), generation=handoff.generation, handoff=handoff.model_dump(mode="json"))
 
         return run(work)

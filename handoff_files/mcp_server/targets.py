@@ -8,6 +8,7 @@ from pathlib import Path
 
 from handoff_files.foundation.errors import HandoffValidationError
 from handoff_files.foundation.names import check_id
+from handoff_files.foundation.safe_paths import dir_under
 
 __all__ = ["Targets"]
 
@@ -16,7 +17,10 @@ __all__ = ["Targets"]
 class Targets:
     """The server's threads: one (``thread``) or any under ``root``, named by the call.
 
-    New threads (an adoption) go under ``root``; with one thread, its parent is the root.
+    New threads (an adoption) go under ``root``; with one thread, its parent is the root. A thread
+    named under the root is a real folder there: a symbolic link planted in its place is refused,
+    so no call reads or writes outside the root (the root itself, and ``--thread``, are the
+    user's to name, links and all).
     """
 
     thread: Path | None
@@ -41,6 +45,7 @@ class Targets:
 
         :raises HandoffValidationError: if a name is missing under a root, given for a one-thread
             server (unless it is that thread's own name), or not a valid thread id.
+        :raises InvalidNameError: if the name is a symbolic link under the root.
         """
         if self.thread is not None:
             if name in (None, "", self.thread.name):
@@ -55,7 +60,11 @@ class Targets:
     def new(self, name: str) -> Path:
         """A thread directory named *name* under the root (an adoption's new thread).
 
-        :raises HandoffValidationError: if *name* is not a valid thread id (no paths, no ``..``).
+        :raises InvalidNameError: if *name* is not a valid thread id (no paths, no ``..``), or is a
+            symbolic link under the root.
+        :raises HandoffValidationError: if it is there but not a folder.
         """
         check_id(name, "thread", self.root)
-        return self.root / name
+        path = self.root / name
+        dir_under(self.root, path)  # refuses a link in the thread's place, naming it; a missing one is made on save
+        return path

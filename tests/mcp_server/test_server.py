@@ -241,3 +241,30 @@ def test_a_budget_too_small_for_the_thread_says_which_it_needs(tmp_path: Path) -
     result = talk(server("--thread", str(thread)), session)
     assert result.is_error
     assert "needs a budget of at least" in text(result)
+
+
+def test_a_link_planted_under_the_root_is_refused_and_nothing_is_written_through_it(tmp_path: Path) -> None:
+    root, blobs, outside = tmp_path / "threads", tmp_path / "blobs", tmp_path / "outside"
+    HandoffStore(root / "alpha").save(LAYERS)
+    outside.mkdir()
+    (outside / "sentinel.txt").write_text("keep me\n")
+    (root / "planted").symlink_to(outside)
+    before = sorted(outside.iterdir())
+
+    async def session(client: Client) -> dict[str, Any]:
+        save = {key: LAYERS[key] for key in ("narrative", "priorities")}
+        out = {"save": await client.call_tool("handoff_save", {**save, "thread": "planted"})}
+        out["restore"] = await client.call_tool("handoff_restore", {"thread": "planted"})
+        out["acknowledge"] = await client.call_tool("handoff_acknowledge", {"code": "x", "thread": "planted"})
+        descriptor = (await client.call_tool("handoff_checkpoint", {"thread": "alpha"})).structured_content
+        assert descriptor is not None
+        arguments = {"descriptor": descriptor["descriptor"], "new_thread": "planted"}
+        out["adopt"] = await client.call_tool("adopt_checkpoint", arguments)
+        return out
+
+    out = talk(server("--root", str(root), "--blobs", str(blobs)), session)
+    for tool, result in out.items():
+        assert result.is_error, tool
+        assert f"{root / 'planted'}: is a symbolic link" in text(result), (tool, text(result))
+    assert sorted(outside.iterdir()) == before
+    assert (outside / "sentinel.txt").read_text() == "keep me\n"
