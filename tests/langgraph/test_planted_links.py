@@ -7,6 +7,7 @@ refuses with an :class:`InvalidNameError` naming the link and that nothing outsi
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,31 @@ def test_a_thread_made_after_the_checks_still_works_and_its_folders_are_private(
     ns_dir = root / "t" / "namespaces" / folder_name(NS)
     for folder in (root / "t", root / "t" / "namespaces", ns_dir, ns_dir / "writes"):
         assert folder.stat().st_mode & 0o777 == 0o700, folder
+
+
+def test_handoff_prune_through_a_planted_writes_link_says_so_in_one_line_and_deletes_nothing_outside(
+    tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    outside, root = _outside(tmp_path), tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    first = _put(saver)
+    saver.put_writes(first, [("n", 1)], task_id="task")
+    _put(saver, step=1)
+    writes = root / "t" / "writes"
+    for path in writes.iterdir():  # the first checkpoint's writes file, as pruning would delete it
+        path.rename(outside / path.name)
+    writes.rmdir()
+    writes.symlink_to(outside)
+    before = _snapshot(outside)
+    done = subprocess.run(
+        [python, "-m", "handoff_files", "prune", str(root), "--keep", "1"],
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"{writes}: is a symbolic link" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert _snapshot(outside) == before
