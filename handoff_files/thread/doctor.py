@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shlex
 from pathlib import Path
 
 from handoff_files.format.loader import load
@@ -153,7 +154,8 @@ def _check_generations(store: HandoffStore, findings: list[Finding], repairing: 
             Finding(
                 repairing.unrepairable(),
                 f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost",
-                f"`handoff seal {store.path}` seals the rebuilt handoff (state exact) as generation {ahead + 1}",
+                f"`handoff seal {shlex.quote(str(store.path))}` seals the rebuilt handoff (state exact) "
+                f"as generation {ahead + 1}",
                 kind="mirror",
             )
         )
