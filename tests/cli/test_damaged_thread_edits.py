@@ -79,7 +79,7 @@ def test_edit_of_a_thread_whose_primary_is_damaged_starts_from_the_newest_verifi
 
 def _rebuilt_thread(tmp_path: Path) -> HandoffStore:
     """A thread whose generation 3 survives only in state.json: its primary and history copy are lost."""
-    store = _saved(tmp_path / "r", 3)
+    store = _saved(tmp_path / "a thread", 3)  # a space: the advice must quote the path for the shell
     store.primary.unlink()
     (store.history_dir / "00000003.json").unlink()
     assert HandoffStore(store.path).restore().source == "rebuilt"
@@ -94,7 +94,7 @@ def test_following_the_doctors_advice_for_a_rebuilt_thread_seals_it_and_the_doct
     findings = machine(handoff("doctor", store.path, "--json", env=subprocess_env))
     rebuilt = next(f for f in findings if "survives only in state.json" in f["what"])
     command = rebuilt["advice"].split("`")[1]  # the advice names one command, in backquotes
-    assert command == f"handoff seal {store.path}", rebuilt["advice"]
+    assert command == f"handoff seal {shlex.quote(str(store.path))}", rebuilt["advice"]
     done = handoff(*shlex.split(command)[1:], env=subprocess_env)
     assert done.returncode == 0, done.stderr
     assert "sealed generation 4" in done.stdout
