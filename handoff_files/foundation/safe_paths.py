@@ -55,13 +55,13 @@ def _refuse(parent: int, name: str, path: Path, exc: OSError) -> NoReturn:
 
 def _open_root(root: Path, *, create: bool) -> int | None:
     try:
-        if create:
-            root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            return os.open(root, _DIR)
+        except FileNotFoundError:
+            if not create:
+                return None
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
         return os.open(root, _DIR)
-    except FileNotFoundError:
-        if create:
-            raise
-        return None
     except NotADirectoryError as exc:
         msg = "not a folder"
         raise HandoffValidationError(root, msg) from exc
@@ -71,31 +71,31 @@ def _open_root(root: Path, *, create: bool) -> int | None:
 
 
 def _step(fd: int, name: str, path: Path, *, create: bool) -> int | None:
-    """Open (with *create*, make first, 0700) the folder *name* in *fd*; None if it is missing and not made."""
-    made = False
-    if create:
-        try:
-            os.mkdir(name, 0o700, dir_fd=fd)
-            made = True
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            msg = f"cannot create the folder: {exc.strerror or exc}"
-            raise HandoffWriteError(path, msg) from exc
+    """Open (with *create*, make first if missing, 0700) the folder *name* in *fd*; None if it is missing."""
     try:
-        child = os.open(name, _NO_LINK, dir_fd=fd)
+        return os.open(name, _NO_LINK, dir_fd=fd)
     except FileNotFoundError:
-        return None
+        if not create:
+            return None
     except OSError as exc:
         _refuse(fd, name, path, exc)
-    if made:
+    try:
+        os.mkdir(name, 0o700, dir_fd=fd)
+    except FileExistsError:
+        pass  # another process made it meanwhile (or planted something: the open below tells)
+    except OSError as exc:
+        msg = f"cannot create the folder: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+    else:
         try:
             os.fsync(fd)  # a new folder is not durable until its parent's entry is
         except OSError as exc:
-            os.close(child)
             msg = f"cannot flush the new folder's entry: {exc.strerror or exc}"
             raise HandoffWriteError(path, msg) from exc
-    return child
+    try:
+        return os.open(name, _NO_LINK, dir_fd=fd)
+    except OSError as exc:
+        _refuse(fd, name, path, exc)
 
 
 @contextlib.contextmanager

@@ -99,11 +99,19 @@ def namespace_ready(root: Path, ns_dir: Path, *, create: bool = False) -> bool:
 
     :raises InvalidNameError: for such a link (naming it).
     """
-    if not dir_under(root, ns_dir, create=create):
-        return False
-    for name in ("history", WRITES_DIR):
-        if (ns_dir / name).is_symlink():
-            refuse_link(ns_dir / name)
+    with open_dir_under(root, ns_dir, create=create) as folder:
+        if folder is None:
+            return False
+        for name in ("history", WRITES_DIR):
+            try:
+                mode = os.lstat(name, dir_fd=folder).st_mode
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                msg = f"cannot look at it: {exc.strerror or exc}"
+                raise HandoffError(ns_dir / name, msg) from exc
+            if stat.S_ISLNK(mode):
+                refuse_link(ns_dir / name)
     return True
 
 
