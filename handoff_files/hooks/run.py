@@ -4,10 +4,13 @@ What each event does:
 
 - session start (every source: startup, resume, clear, compact): journal the start (with the
   working tree's digest), then add the thread's briefing — ending with the instruction to
-  acknowledge it with its code — to the model's context. A thread with nothing saved yet gets
-  a short note saying so and asking for a save before the session stops; a thread that does
-  not restore gets a note naming the problem, never an empty context. A damaged acknowledgement
-  key does not hide the briefing: it is given without a code (it says so), and stderr says so too.
+  acknowledge it with its code — to the model's context, but only from a thread this user
+  trusts (:mod:`~handoff_files.thread.trust`): from any other that holds saves (a repository
+  someone else wrote, say) the context gets one line saying why not and how to trust it. A
+  thread with nothing saved yet gets a short note saying so and asking for a save before the
+  session stops; a thread that does not restore gets a note naming the problem, never an empty
+  context. A damaged acknowledgement key does not hide the briefing: it is given without a code
+  (it says so), and stderr says so too.
 - stop: see :mod:`~handoff_files.hooks.stop` (refused at most once per session, never while a
   stop hook is already keeping the agent going).
 - pre-compact and session end: journal the event; nothing is said to the agent.
@@ -21,6 +24,7 @@ system says of it (a working directory that is a file, a name too long): every `
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -39,7 +43,9 @@ from handoff_files.hooks.location import default_thread
 from handoff_files.hooks.sessions import read_session, record
 from handoff_files.hooks.stop import stop_reason
 from handoff_files.hooks.worktree import worktree_digest
+from handoff_files.thread.notes import ever_saved
 from handoff_files.thread.store import HandoffStore
+from handoff_files.thread.trust import why_untrusted
 
 __all__ = ["HookReply", "run_hook"]
 
@@ -143,6 +149,9 @@ def _context(thread: Path) -> tuple[str, str | None, int | None]:
     """
     from handoff_files.uptake.briefing import briefing_for  # noqa: PLC0415 -- only a session start briefs
 
+    refused = _untrusted(thread)
+    if refused is not None:
+        return refused + "\n", refused, None
     try:
         briefing = briefing_for(thread)  # None only when nothing was ever saved there (ever_saved's rule)
     except HandoffError as exc:
@@ -164,6 +173,29 @@ def _context(thread: Path) -> tuple[str, str | None, int | None]:
             None,
         )
     return briefing.text, None, briefing.generation
+
+
+def _untrusted(thread: Path) -> str | None:
+    """The one line said instead of a briefing when *thread* holds saves this user has not trusted; else None.
+
+    A thread with nothing saved yet needs no trust: there is nothing in it to brief (see
+    :mod:`~handoff_files.thread.trust` for what makes a thread trusted).
+    """
+    try:
+        saved = ever_saved(HandoffStore(thread).layout)
+    except HandoffError:
+        saved = True  # something is there that cannot be read: it is no fresh start either
+    if not saved:
+        return None
+    try:
+        why = why_untrusted(thread)
+    except HandoffError as exc:
+        why = str(exc)
+    if why is None:
+        return None
+    return _line(
+        f"No briefing was given from {thread}: {why}. If you trust it, run `handoff trust {shlex.quote(str(thread))}`."
+    )
 
 
 def _unrestorable(thread: Path, exc: HandoffError) -> str:

@@ -32,6 +32,7 @@ from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_N
 from handoff_files.thread.notes import check_note
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
+from handoff_files.thread.trust import remember_created
 
 # the layout's names and the settings' durabilities are re-exported: callers took them from the store
 __all__ = [
@@ -163,6 +164,8 @@ class HandoffStore:
         :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
         """
         folder = self.layout.create()
+        if folder.created:  # a thread this user's library made: the hooks may brief from it
+            remember_created(folder.path)
         if self.format != "json" and self._format_given and not self.layout.holdings():
             fmt, summary = self.format, f"thread created; its primary will be {self.format.upper()}"
             with self.locked():

@@ -14,6 +14,7 @@ from handoff_files import HandoffStore
 from handoff_files.hooks import HookReply, run_hook
 from handoff_files.hooks.formats import AGENTS, Agent
 from handoff_files.hooks.location import project_of
+from handoff_files.thread.trust import trust
 from handoff_files.uptake.briefing import briefing_for
 from tests.hooks import documented
 from tests.hooks.helpers import content, hook, hook_lines
@@ -298,6 +299,7 @@ def test_a_damaged_acknowledgement_key_still_gives_the_briefing_without_a_code(
     key.write_text("not hex\n")
     key.chmod(0o600)
     monkeypatch.setenv("HANDOFF_FILES_KEY", str(key))
+    trust(thread)  # the trust record lives beside the key: the thread is trusted in the new key's folder too
     reply = hook(agent, _start(agent, project, documented.SESSION_START_SOURCES[agent][0]))
     assert reply.exit_code == 0
     output = json.loads(reply.stdout)

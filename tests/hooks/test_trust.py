@@ -1,0 +1,107 @@
+"""The trust gate: a session-start hook briefs only from a thread this user made or trusts.
+
+Real files and modes throughout: a repository someone else wrote is a git repository with a
+committed ``.handoff/main``, cloned (git writes 0755 and 0644); the hook gets the SessionStart
+event each agent documents (tests/hooks/documented.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from handoff_files import HandoffStore
+from handoff_files.hooks import HookReply
+from handoff_files.hooks.formats import AGENTS, Agent
+from tests.hooks import documented
+from tests.hooks.helpers import content, git, hook
+
+BRIEFED = "build the index for step 2"  # a priority content() saves: it shows only in a briefing
+
+
+def _start(agent: Agent, cwd: Path) -> dict[str, object]:
+    return documented.event(agent, "session_start", cwd, source=documented.SESSION_START_SOURCES[agent][0])
+
+
+def _context(agent: Agent, reply: HookReply) -> str:
+    output = json.loads(reply.stdout)
+    text = output["additional_context"] if agent == "cursor" else output["hookSpecificOutput"]["additionalContext"]
+    assert isinstance(text, str)
+    return text
+
+
+def _refused(agent: Agent, reply: HookReply, why: str) -> str:
+    """Assert *reply* carries no briefing, only one line naming *why* and the command that trusts the thread."""
+    assert reply.exit_code == 0, reply.stderr
+    text = _context(agent, reply)
+    assert BRIEFED not in text
+    assert "No briefing was given" in text
+    assert why in text
+    assert "handoff trust " in text
+    assert text.strip().count("\n") == 0, text  # one line
+    assert reply.stderr is not None
+    assert "\n" not in reply.stderr.strip()
+    return text
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    """A repository someone else wrote, with a saved thread committed in it, cloned here as a user would."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    git(theirs, "init", "-q")
+    HandoffStore(theirs / ".handoff" / "main").save(content())
+    git(theirs, "add", "-A")
+    git(theirs, "commit", "-q", "-m", "our notes")
+    git(tmp_path, "clone", "-q", str(theirs), "mine")
+    return tmp_path / "mine"
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_cloned_repositorys_thread_gives_no_briefing_only_one_line_saying_why(agent: Agent, clone: Path) -> None:
+    thread = clone / ".handoff" / "main"
+    assert (thread / "handoff.json").stat().st_uid == os.geteuid()  # the clone is ours: ownership alone is not trust
+    _refused(agent, hook(agent, _start(agent, clone)), "you have not trusted the thread")
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_thread_the_library_made_here_briefs(agent: Agent, project: Path, thread: Path) -> None:
+    HandoffStore(thread).save(content())
+    reply = hook(agent, _start(agent, project))
+    assert reply.exit_code == 0
+    assert BRIEFED in _context(agent, reply)
+
+
+def test_a_group_writable_thread_is_refused_even_though_trusted(project: Path, thread: Path) -> None:
+    HandoffStore(thread).save(content())
+    thread.chmod(0o770)
+    _refused("claude-code", hook("claude-code", _start("claude-code", project)), "can be written by others (mode 0770)")
+
+
+def test_a_group_writable_file_in_the_thread_is_refused(project: Path, thread: Path) -> None:
+    HandoffStore(thread).save(content())
+    (thread / "handoff.json").chmod(0o664)
+    _refused("codex", hook("codex", _start("codex", project)), "handoff.json can be written by others")
+
+
+def test_trust_is_bound_to_the_folder_not_its_path(project: Path, thread: Path, tmp_path: Path) -> None:
+    """Another thread moved to a trusted path is not trusted by the path alone."""
+    HandoffStore(thread).save(content())
+    assert BRIEFED in _context("claude-code", hook("claude-code", _start("claude-code", project)))
+    other = tmp_path / "elsewhere" / "main"
+    HandoffStore(other).save(content())
+    shutil.rmtree(thread)
+    other.rename(thread)
+    _refused("claude-code", hook("claude-code", _start("claude-code", project)), "not the one you trusted")
+
+
+def test_a_fresh_thread_needs_no_trust_and_the_one_the_hook_makes_is_trusted(project: Path, thread: Path) -> None:
+    reply = hook("cursor", _start("cursor", project))
+    assert "No handoff has been saved" in _context("cursor", reply)
+    assert thread.is_dir()  # the hook's journal line made it: this user's library made it
+    HandoffStore(thread).save(content())
+    assert BRIEFED in _context("cursor", hook("cursor", _start("cursor", project)))
