@@ -15,6 +15,7 @@ from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, parse
 from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff
 from handoff_files.format.versions import LEGACY_VERSIONS, check_version, migrate_document, verify_legacy_checksum
+from handoff_files.format.wording import describe_errors
 from handoff_files.foundation.atomic import Stamp, read_bytes
 from handoff_files.foundation.collector import collector_paused
 from handoff_files.foundation.errors import (
@@ -249,12 +250,8 @@ def _cause(
 
 
 def describe(exc: pydantic.ValidationError, *, limit: int = 3) -> str:
-    """Summarise a pydantic error as ``field.path: message`` parts, at most *limit* of them."""
-    parts = []
-    for error in exc.errors()[:limit]:
-        where = ".".join(str(part) for part in error["loc"]) or "document"
-        parts.append(f"{where}: {error['msg']}")
-    more = exc.error_count() - limit
-    if more > 0:
-        parts.append(f"and {more} more")
-    return "; ".join(parts)
+    """Summarise a pydantic error in our own words (``where: expected …, found …``), at most *limit* parts.
+
+    One wording for every reader of a file, a request, a descriptor or a context: :mod:`.wording`.
+    """
+    return describe_errors(exc, limit=limit)

@@ -60,3 +60,20 @@ def test_a_hand_written_yaml_warning_list_of_text_is_refused_in_our_words(
     done = handoff("save", tmp_path / "t1", tmp_path / "c.yaml", env=subprocess_env)
     assert done.returncode == 1
     assert 'warnings.0: expected a mapping with text (and optionally severity), found the text "text"' in done.stderr
+
+
+def test_a_hand_edited_primary_with_a_warning_as_text_is_refused_in_our_words_by_validate_and_show(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    (tmp_path / "c.json").write_text(json.dumps({"narrative": "x"}), encoding="utf-8")
+    assert handoff("save", tmp_path / "t1", tmp_path / "c.json", env=subprocess_env).returncode == 0
+    primary = tmp_path / "t1" / "handoff.json"
+    document = json.loads(primary.read_text(encoding="utf-8"))
+    document["warnings"] = ["text"]  # a person's edit of the file itself, not content given to save
+    primary.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    for command in ("validate", "show"):
+        done = handoff(command, primary, env=subprocess_env)
+        assert done.returncode == 1, (command, done.stdout)
+        said = 'warnings.0: expected a mapping with text (and optionally severity), found the text "text"'
+        assert said in done.stderr, (command, done.stderr)
+        assert "Input should be" not in done.stderr, (command, done.stderr)
