@@ -387,7 +387,7 @@ SHELL: Final[dict[str, Line]] = {
             [r.status for r in HandoffInbox(s / "shared" / "inbox").list_handoffs()] == [HandoffStatus.ACCEPTED]
         ),
     ),
-    "handoff import --from sw4rm context.bin threads/t1": Line(
+    "handoff import --from sw4rm threads/t1 context.bin": Line(
         with_context_bin,
         check=lambda s, _: HandoffStore(s / "threads" / "t1").restore().handoff.context is not None,
     ),
