@@ -18,6 +18,7 @@ from handoff_files.cli.arguments import OUTPUT_RULE, agent, count, keep, positiv
 from handoff_files.cli.commands_edit import register as add_edit_commands
 from handoff_files.cli.commands_history import register as add_history_commands
 from handoff_files.cli.commands_history import since
+from handoff_files.cli.commands_trust import register as add_trust_commands
 from handoff_files.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from handoff_files.cli.lazy import handler as _handler
 from handoff_files.cli.transfer_parser import add_transfer_commands
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_history_commands(add)  # diff
     add_agent_commands(add)
     add_edit_commands(add)  # edit, set
+    add_trust_commands(add)  # trust
     return parser
 
 

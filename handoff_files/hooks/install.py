@@ -32,6 +32,7 @@ from typing import Any, Final, Literal
 from handoff_files.format.codec import parse_json
 from handoff_files.foundation.atomic import fsync_dir, read_bytes, write_durable
 from handoff_files.foundation.errors import (
+    HandoffError,
     HandoffNotFoundError,
     HandoffParseError,
     HandoffValidationError,
@@ -49,6 +50,7 @@ from handoff_files.hooks.entries import (
 )
 from handoff_files.hooks.formats import AGENTS, Agent
 from handoff_files.hooks.location import DEFAULT_THREAD, HANDOFF_DIR
+from handoff_files.thread.trust import is_private, trust, why_untrusted
 
 __all__ = ["FileChange", "InstallReport", "install"]
 
@@ -187,7 +189,26 @@ def install(
             _make_dir(marker)
         for change in changes:
             _write(change)
-    return InstallReport(agent, project, chosen, dry_run, tuple(changes), plan.notes, marker)
+    notes = plan.notes if dry_run else (*plan.notes, *_trusted(chosen))
+    return InstallReport(agent, project, chosen, dry_run, tuple(changes), notes, marker)
+
+
+def _trusted(thread: Path) -> tuple[str, ...]:
+    """Trust an existing *thread* made as the library makes threads (0700/0600, never a git checkout's
+    modes); else a note saying the hooks will not brief from it, and how to trust it. A thread not
+    made yet needs nothing: the library trusts the folder it makes (:mod:`~handoff_files.thread.trust`).
+    """
+    try:
+        if not thread.is_dir() or why_untrusted(thread) is None:
+            return ()
+        if is_private(thread):
+            trust(thread, how="trusted by handoff install")
+            return ()
+        why = why_untrusted(thread)
+    except HandoffError as exc:
+        why = str(exc)
+    command = f"handoff trust {shlex.quote(str(thread))}"
+    return (f"the hooks will not brief from {thread}: {why}; if you trust it, run `{command}`",)
 
 
 def _make_dir(path: Path) -> None:

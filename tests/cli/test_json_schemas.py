@@ -217,6 +217,7 @@ CASES: Final = {
     "brief": Case("brief", "brief", lambda w: ["brief", str(w.alpha)]),
     "acknowledge": Case("acknowledge", "acknowledge", lambda w: ["acknowledge", str(w.alpha), _code(w)]),
     "install": Case("install", "install", lambda w: ["install", "codex", "--project", w.path("project"), "--dry-run"]),
+    "trust": Case("trust", "trust", lambda w: ["trust", str(w.alpha)]),
     "export": Case("export", "export", lambda w: ["export", str(w.alpha), "--blobs", str(w.blobs), "--to", "beta"]),
     "export-o": Case(
         "export", "export", lambda w: ["export", str(w.alpha), "--blobs", str(w.blobs), "-o", w.path("d2.json")]

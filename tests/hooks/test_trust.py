@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from handoff_files import HandoffStore
-from handoff_files.hooks import HookReply
+from handoff_files.cli.main import main
+from handoff_files.hooks import HookReply, install
 from handoff_files.hooks.formats import AGENTS, Agent
+from handoff_files.thread.trust import revoke, trust_path
 from tests.hooks import documented
 from tests.hooks.helpers import content, git, hook
 
@@ -105,3 +109,82 @@ def test_a_fresh_thread_needs_no_trust_and_the_one_the_hook_makes_is_trusted(pro
     assert thread.is_dir()  # the hook's journal line made it: this user's library made it
     HandoffStore(thread).save(content())
     assert BRIEFED in _context("cursor", hook("cursor", _start("cursor", project)))
+
+
+def _handoff(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the installed command as a person would."""
+    argv = [sys.executable, "-m", "handoff_files", *map(str, args)]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+
+
+def test_a_cloned_thread_briefs_once_the_user_runs_handoff_trust_and_not_after_revoke(
+    clone: Path, subprocess_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = clone / ".handoff" / "main"
+    refused = _refused("claude-code", hook("claude-code", _start("claude-code", clone)), "you have not trusted")
+    assert f"handoff trust {thread}" in refused  # the line gives the command to run
+    done = _handoff("trust", thread, env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    assert f"trusted {thread}" in done.stdout
+    assert BRIEFED in _context("claude-code", hook("claude-code", _start("claude-code", clone)))
+    assert main(["trust", "--list", "--json"]) == 0
+    assert str(thread) in [entry["path"] for entry in json.loads(capsys.readouterr().out)]
+    assert main(["trust", "--revoke", str(thread)]) == 0
+    assert "no longer trusted" in capsys.readouterr().out
+    _refused("claude-code", hook("claude-code", _start("claude-code", clone)), "you have not trusted the thread")
+
+
+def test_handoff_trust_refuses_a_group_writable_or_missing_folder_in_one_line(
+    tmp_path: Path, subprocess_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o775)
+    done = _handoff("trust", shared, env=subprocess_env)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "can be written by others (mode 0775)" in done.stderr
+    assert main(["trust", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "no such thread folder" in err
+    with pytest.raises(SystemExit) as usage:
+        main(["trust"])
+    assert usage.value.code == 2
+
+
+def test_a_thread_made_after_handoff_install_briefs(
+    project: Path, thread: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["install", "claude-code", "--project", str(project)]) == 0
+    layers = project.parent / "layers.json"
+    layers.write_text(json.dumps(content()), encoding="utf-8")
+    assert main(["save", str(thread), str(layers)]) == 0
+    capsys.readouterr()
+    assert BRIEFED in _context("claude-code", hook("claude-code", _start("claude-code", project)))
+
+
+def test_a_trust_record_others_can_write_is_refused_and_said(project: Path, thread: Path) -> None:
+    HandoffStore(thread).save(content())
+    trust_path().chmod(0o666)
+    try:
+        _refused("claude-code", hook("claude-code", _start("claude-code", project)), "no one else can write")
+    finally:
+        trust_path().chmod(0o600)
+
+
+def test_install_in_a_clone_trusts_nothing_and_says_how(clone: Path) -> None:
+    thread = clone / ".handoff" / "main"
+    report = install("claude-code", clone, dry_run=False)
+    assert any(f"the hooks will not brief from {thread}" in note and "handoff trust" in note for note in report.notes)
+    _refused("claude-code", hook("claude-code", _start("claude-code", clone)), "you have not trusted the thread")
+
+
+def test_install_trusts_a_private_thread_made_before_the_record(project: Path, thread: Path) -> None:
+    """A thread saved before trust was recorded (0700/0600, as the library makes them) is trusted by install."""
+    HandoffStore(thread).save(content())
+    assert revoke(thread)
+    _refused("claude-code", hook("claude-code", _start("claude-code", project)), "you have not trusted the thread")
+    report = install("claude-code", project, dry_run=False)
+    assert not any("will not brief" in note for note in report.notes)
+    assert BRIEFED in _context("claude-code", hook("claude-code", _start("claude-code", project)))

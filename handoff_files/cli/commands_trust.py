@@ -1,0 +1,51 @@
+"""The trust command: ``handoff trust THREAD`` (``--revoke``, ``--list``), the threads the hooks may brief from.
+
+Only argparse and the standard library are imported here: :func:`register` runs whenever the
+parser is built (``handoff --help`` too), and the handler imports the library module it uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["cmd_trust", "register"]
+
+Add = Callable[[str, Callable[[argparse.Namespace], str], str], argparse.ArgumentParser]
+
+
+def register(add: Add) -> None:
+    """Add ``trust`` through *add* (``main.build_parser``'s ``add(name, handler, help)``)."""
+    p = add(
+        "trust",
+        cmd_trust,
+        "trust a thread folder, so the session-start hooks brief from it (a thread handoff-files made here "
+        "is trusted already); --revoke forgets it, --list shows them all",
+    )
+    p.add_argument("path", metavar="THREAD", nargs="?", type=Path, help="the thread directory")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--revoke", action="store_true", help="no longer trust THREAD")
+    what.add_argument("--list", action="store_true", help="list the trusted threads (no THREAD)")
+
+
+def cmd_trust(args: argparse.Namespace) -> str:
+    """``handoff trust THREAD | --revoke THREAD | --list``: change or show the per-user trust record."""
+    from handoff_files.cli.machine import to_json  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread import trust  # noqa: PLC0415 -- imported per command: start-up cost
+
+    if args.list == (args.path is not None):
+        args.usage_error("give a THREAD to trust (or --revoke), or --list with none")
+    if args.list:
+        lines = [f"{entry.path}  ({entry.how}, {entry.trusted_at})" for entry in trust.trusted_threads()]
+        said = "\n".join(lines) if lines else f"no thread is trusted yet ({trust.trust_path()})"
+    elif args.revoke:
+        was = trust.revoke(args.path)
+        said = f"{os.path.realpath(args.path)} is {'no longer' if was else 'not'} trusted: no hook briefs from it"
+    else:
+        entry = trust.trust(args.path)
+        said = f"trusted {entry.path}: the session-start hooks brief from it (recorded in {trust.trust_path()})"
+    if args.json:
+        return to_json([entry.to_json() for entry in trust.trusted_threads()])
+    return said + "\n"
