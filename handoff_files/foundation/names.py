@@ -1,4 +1,4 @@
-"""Names: the rule agent and thread ids follow (they become directory names, so no path tricks)."""
+"""Names: the rule agent and thread ids follow (they become directory names: no path tricks); generation file names."""
 
 from __future__ import annotations
 
@@ -9,12 +9,37 @@ from typing import Final
 
 from handoff_files.foundation.errors import InvalidNameError
 
-__all__ = ["ID_PATTERN", "check_id", "derive_id"]
+__all__ = ["GENERATION_DIGITS", "ID_PATTERN", "check_id", "derive_id", "generation_from_stem", "generation_stem"]
 
 #: Agent and thread ids: a letter or digit, then up to 63 letters, digits, dots, underscores or dashes.
 ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 _ID = re.compile(ID_PATTERN)
+
+#: A generation file's name is its number zero-padded to this many digits (more only past 99999999).
+GENERATION_DIGITS: Final = 8
+# the largest generation: the envelope's signed 64-bit limit (format.model.MAX_INT, which this layer cannot import)
+_MAX_GENERATION: Final = 2**63 - 1
+_STEM = re.compile(rf"[0-9]{{{GENERATION_DIGITS},19}}")
+
+
+def generation_stem(generation: int) -> str:
+    """The name, without its ending, of generation *generation*'s file: ``7`` → ``"00000007"``."""
+    return f"{generation:0{GENERATION_DIGITS}d}"
+
+
+def generation_from_stem(stem: str) -> int | None:
+    """The generation a file name stem holds, or None unless the stem is exactly :func:`generation_stem`'s.
+
+    A stem with another width (``"0000007"``, ``"000000007"``), other digits than ASCII's, or a number
+    past the 64-bit limit or below 1 is not a generation file: it is never read as one.
+    """
+    if not _STEM.fullmatch(stem):
+        return None
+    generation = int(stem)
+    if not 1 <= generation <= _MAX_GENERATION or generation_stem(generation) != stem:
+        return None
+    return generation
 
 
 def check_id(value: str, what: str, path: str | Path) -> str:

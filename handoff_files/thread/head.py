@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.mirror import Mirror, read_mirror
-from handoff_files.thread.scan import PrimaryState, scan
+from handoff_files.thread.scan import PrimaryState, scan, vouched
 from handoff_files.thread.settings import ThreadSettings
 
 __all__ = ["Head", "HeadTracker", "find_head"]
@@ -32,6 +32,10 @@ class Head:
 def find_head(thread: ThreadSettings) -> Head:
     """Work out the head from the disk: the newest verified generation, ``state.json`` and the journal.
 
+    The number comes only from this thread's verified generations, well-formed ``history/`` names
+    (another thread's file too: it is never overwritten) and the journal's save lines, and from
+    ``state.json`` where one of those confirms it (:func:`~handoff_files.thread.scan.vouched`).
+    The parent is the seal of this thread's newest verified generation, never another thread's.
     Call under the writers' lock, or the head may be stale before it is used.
 
     :param thread: the thread.
@@ -43,10 +47,10 @@ def find_head(thread: ThreadSettings) -> Head:
         mirror: Mirror | None = read_mirror(thread.layout.mirror)
     except HandoffError:
         mirror = None
-    last = found.last
-    # a generation state.json or the journal recorded was acknowledged once: never reuse its number
-    highest = max(found.highest, mirror.generation if mirror else 0, (last.generation or 0) if last else 0)
     saves = mirror.saves if mirror else found.highest
+    # a generation the journal (or a confirmed state.json) recorded was acknowledged once: never reuse its number
+    highest, mirror, _ = vouched(found, mirror)
+    highest = max(highest, found.taken)
     newest_sealed = found.newest.generation if found.newest and found.newest.handoff.seal else 0
     if mirror is not None and mirror.generation > newest_sealed:
         # the newest generation survives only in state.json (a rebuilt restore): chain to its seal

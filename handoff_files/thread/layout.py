@@ -14,6 +14,7 @@ from handoff_files.format.codec import Format
 from handoff_files.foundation.atomic import fsync_dir, remove_stray_temps, stray_temps
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.foundation.lock import LOCK_NAME, RUN_LOCK_NAME, try_writer_lock
+from handoff_files.foundation.names import generation_from_stem, generation_stem
 
 __all__ = [
     "EXTENSIONS",
@@ -43,8 +44,8 @@ PREVIOUS_JOURNAL_NAME: Final = "journal.1.jsonl"
 #: Written by a transfer's last phase: the thread was handed to another and is closed.
 TRANSFERRED_NAME: Final = "transferred.json"
 
-# a sealed generation in history/: eight or more digits, then the format's ending
-_GENERATION_FILE: Final = re.compile(r"(\d{8,})\.(?:json|yaml)\Z")
+# a sealed generation's file in history/: its stem is exactly foundation.names.generation_stem's
+_GENERATION_ENDINGS: Final = tuple(EXTENSIONS.values())
 # the files the library writes in the thread directory (temp files aside: foundation/atomic.py names those)
 _OWN_NAMES: Final = PRIMARY_NAMES | {
     MIRROR_NAME,
@@ -106,8 +107,10 @@ def name_some(names: tuple[str, ...] | list[str]) -> str:
 
 def generation_of(name: str) -> int | None:
     """The generation a ``history/`` file name holds (``00000007.json`` → 7), or None for any other name."""
-    match = _GENERATION_FILE.match(name)
-    return None if match is None else int(match.group(1))
+    stem, dot, ending = name.rpartition(".")
+    if not dot or f".{ending}" not in _GENERATION_ENDINGS:
+        return None
+    return generation_from_stem(stem)
 
 
 def _own_name(name: str) -> bool:
@@ -115,7 +118,7 @@ def _own_name(name: str) -> bool:
 
 
 def _own_in_history(name: str) -> bool:
-    return _GENERATION_FILE.match(name) is not None or _KEPT.match(name) is not None
+    return generation_of(name) is not None or _KEPT.match(name) is not None
 
 
 class ThreadDir:
@@ -166,7 +169,7 @@ class ThreadDir:
 
     def generation_file(self, generation: int, fmt: Format) -> Path:
         """Where generation *generation* is kept in ``history/``."""
-        return self.history_dir / f"{generation:08d}{EXTENSIONS[fmt]}"
+        return self.history_dir / f"{generation_stem(generation)}{EXTENSIONS[fmt]}"
 
     def kept_copy(self, label: str, stamp: str, ending: str) -> Path:
         """Where a file set aside is kept in ``history/``: ``{label}-{stamp}{ending}``.
@@ -207,7 +210,8 @@ class ThreadDir:
             msg = f"cannot list history/: {exc.strerror or exc}"
             raise HandoffError(self.history_dir, msg) from exc
         # plain string work: this runs on every save, and Path objects cost more than the listdir
-        found = [(int(name[:-5]), name) for name in names if _GENERATION_FILE.match(name)]
+        # only exactly well-formed names: a 20- or 30-digit name, or another width, is never a generation
+        found = [(generation, name) for name in names if (generation := generation_of(name)) is not None]
         found.sort(reverse=True)
         return found
 

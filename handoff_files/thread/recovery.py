@@ -18,7 +18,7 @@ from handoff_files.thread.journal import SAVE_EVENTS, Entry
 from handoff_files.thread.layout import MIRROR_NAME
 from handoff_files.thread.mirror import Mirror, mirror_bytes, read_mirror
 from handoff_files.thread.results import Restored
-from handoff_files.thread.scan import HasJournal, Scan, journal_saves, scan
+from handoff_files.thread.scan import HasJournal, Scan, journal_saves, scan, vouched
 from handoff_files.thread.settings import ThreadSettings
 
 # the scan and the journal's save events are re-exported: the ladder's callers take them from here
@@ -51,8 +51,10 @@ def _mirror(thread: ThreadSettings) -> Mirror | str:
         return f"{MIRROR_NAME}: {exc.reason}"
 
 
-def _channels(found: Scan, read: Mirror | str, problems: list[str]) -> tuple[Mirror | None, Entry | None]:
-    """state.json (read before the scan) and the journal's last save (taken from it), noting what is wrong."""
+def _channels(found: Scan, read: Mirror | str, problems: list[str]) -> tuple[int, Mirror | None, Entry | None]:
+    """The newest generation the channels vouch for, state.json (read before the scan) if it counts, and
+    the journal's last save (taken from the scan), noting what is wrong.
+    """
     mirror = read if isinstance(read, Mirror) else None
     if isinstance(read, str):
         problems.append(read)
@@ -60,7 +62,12 @@ def _channels(found: Scan, read: Mirror | str, problems: list[str]) -> tuple[Mir
     problems.extend(damaged)
     if last is None and not damaged:
         problems.append("the journal has no save recorded")
-    return mirror, last
+    # a damaged file's number counts when its name is well-formed (it was saved); a number in
+    # damaged bytes, another thread's, or state.json's alone does not
+    expected, mirror, why_not = vouched(found, mirror)
+    if why_not is not None:
+        problems.append(why_not)
+    return expected, mirror, last
 
 
 def restore(thread: ThreadSettings, *, seal_edit: Callable[[], object] | None = None) -> Restored:
@@ -88,9 +95,7 @@ def restore(thread: ThreadSettings, *, seal_edit: Callable[[], object] | None = 
     for attempt in range(_LOOKS):
         newest = found.newest
         problems = list(newest.problems if newest is not None else found.problems)
-        mirror, last = _channels(found, read, problems)
-        # the newest generation any channel knows of (a damaged file's number counts: it was saved)
-        expected = max(mirror.generation if mirror else 0, (last.generation or 0) if last else 0, found.highest)
+        expected, mirror, last = _channels(found, read, problems)
         if newest is not None and newest.generation >= expected:
             problems.extend(_cross_check(newest, mirror, last))
             return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)

@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from handoff_files.format.codec import MAX_FILE_BYTES, render
+from handoff_files.format.codec import render
 from handoff_files.format.loader import decode, load
-from handoff_files.format.model import MAX_INT, Handoff
-from handoff_files.foundation.atomic import read_bytes
+from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, UnsealedEditError
 from handoff_files.foundation.lock import try_writer_lock
+from handoff_files.thread.identity import Identity
 from handoff_files.thread.journal import SAVE_EVENTS, Entry, Journal
 from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
-from handoff_files.thread.mirror import primary_stamp
+from handoff_files.thread.mirror import Mirror, primary_stamp
 from handoff_files.thread.results import Restored
 from handoff_files.thread.settings import ThreadSettings
 
-__all__ = ["HasJournal", "PrimaryState", "Scan", "journal_saves", "scan"]
-
-_GENERATION_TEXT: Final = re.compile(rb'generation"?\s*:\s*(\d{1,19})')
+__all__ = ["HasJournal", "PrimaryState", "Scan", "journal_saves", "scan", "vouched"]
 
 #: How the primary stood in a scan: verified and sealed, missing, not verifying, or an older version.
 PrimaryState = Literal["ok", "missing", "bad", "legacy"]
@@ -42,12 +39,13 @@ class Scan:
     """The newest verified generation among the primary, ``history/`` and the journal, and what was seen on the way."""
 
     newest: Restored | None
-    highest: int  # highest generation number seen anywhere, verified or not
+    highest: int  # highest generation number of this thread: verified, or a well-formed name in history/
     primary: PrimaryState
     problems: tuple[str, ...] = ()
     edit: Handoff | None = None  # a person's valid, unsealed edit of the primary
     last: Entry | None = None  # the journal's last save line
     journal_problems: tuple[str, ...] = ()  # damaged journal lines met reading back to it
+    taken: int = 0  # the highest number another thread's file holds here: never reused, never called lost
 
 
 def scan(thread: ThreadSettings) -> Scan:
@@ -61,7 +59,8 @@ def scan(thread: ThreadSettings) -> Scan:
     # first, puts the whole document in it), so a line read now names nothing the file scan can miss
     journal = thread.journal
     last, damaged = journal.last(*SAVE_EVENTS)
-    found = _scan_files(thread)
+    identity = Identity(thread.layout)
+    found = _scan_files(thread, identity)
     found = replace(found, last=last, journal_problems=tuple(damaged))
     if last is None or last.generation is None or not last.journal_first:
         return found
@@ -78,12 +77,20 @@ def scan(thread: ThreadSettings) -> Scan:
                 f"{JOURNAL_NAME}: the line of generation {entry.generation} holds no usable document: {why_not}"
             )
             continue
+        foreign = identity.foreign(handoff, f"{JOURNAL_NAME}: the line of generation {entry.generation}")
+        if foreign is not None:
+            # another thread's lines appended: never restored, never chained on, and their number is not ours
+            problems.append(foreign)
+            if entry.seal == last.seal and entry.generation == last.generation:
+                found = replace(found, last=None, journal_problems=(*found.journal_problems, foreign))
+            continue
         problems.append(
             f"generation {entry.generation} was restored from its journal line: a journal-first save "
             "was interrupted, or a crash lost its files, after its commit"
         )
         restored = Restored(handoff, "journal", journal.path, tuple(dict.fromkeys(problems)))
-        return replace(found, newest=restored, highest=max(found.highest, last.generation), problems=())
+        numbers = (found.highest, entry.generation or 0, (found.last.generation or 0) if found.last else 0)
+        return replace(found, newest=restored, highest=max(numbers), problems=())
     if newest is not None:
         return replace(found, newest=replace(newest, problems=tuple(problems)))
     return replace(found, problems=tuple(problems))
@@ -125,13 +132,19 @@ def _verified(path: Path, entry: Entry, document: dict[str, Any] | None) -> tupl
     return handoff, None
 
 
-def _scan_files(thread: ThreadSettings) -> Scan:
-    """Find the newest verified generation among the primary and ``history/``, newest first."""
+def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:
+    """Find the newest verified generation of this thread among the primary and ``history/``, newest first."""
     problems: list[str] = []
     history = thread.layout.generations()
     primary_path = thread.primary
     primary, state, edit, highest = _read_primary(primary_path, problems)
-    highest = max(highest, history[0][0] if history else 0)
+    foreigners: list[int] = []  # the numbers of other threads' files met
+    if primary is not None and primary.handoff.seal is not None:
+        foreign = identity.foreign(primary.handoff, primary_path.name)
+        if foreign is not None:
+            # "bad": the next save keeps it in history/ (displaced-…) before it writes the primary
+            problems.append(foreign)
+            primary, state, highest = None, "bad", 0  # nor is its number ours: the next save sets it aside
     sealed_primary = primary is not None and primary.handoff.seal is not None
     for generation, name in history:
         path = thread.layout.history_dir / name
@@ -149,6 +162,11 @@ def _scan_files(thread: ThreadSettings) -> Scan:
         if handoff.generation != generation:
             problems.append(f"{HISTORY_DIR}/{path.name} holds generation {handoff.generation}; skipped")
             continue
+        foreign = identity.foreign(handoff, f"{HISTORY_DIR}/{path.name}") if handoff.seal is not None else None
+        if foreign is not None:
+            problems.append(foreign)
+            foreigners.append(generation)
+            continue
         if primary is not None and not sealed_primary:
             problems.append(
                 f"{primary_path.name} is an older-version file (generation {primary.generation}); "
@@ -159,7 +177,10 @@ def _scan_files(thread: ThreadSettings) -> Scan:
                 f"{primary_path.name} holds generation {primary.generation}, behind {HISTORY_DIR}/"
                 f"{path.name}: a save was interrupted after its commit"
             )
-        return Scan(Restored(handoff, "history", path, tuple(problems)), highest, state, (), edit)
+        restored = Restored(handoff, "history", path, tuple(problems))
+        return _found(
+            restored, highest=highest, history=history, foreigners=foreigners, state=state, problems=(), edit=edit
+        )
     if primary is not None:
         migrated = primary.handoff.lineage.migrated_from
         if primary.handoff.seal is None and migrated is not None:
@@ -167,15 +188,38 @@ def _scan_files(thread: ThreadSettings) -> Scan:
                 f"{primary_path.name} is a {migrated.schema_version} handoff, migrated in memory; "
                 "`handoff migrate` rewrites it as a sealed 2.0 generation"
             )
+        if problems:
             primary = Restored(primary.handoff, "primary", primary.path, tuple(problems))
-        return Scan(primary, highest, state, (), edit)
-    return Scan(None, highest, state, tuple(problems), edit)
+        return _found(
+            primary, highest=highest, history=history, foreigners=foreigners, state=state, problems=(), edit=edit
+        )
+    return _found(
+        None, highest=highest, history=history, foreigners=foreigners, state=state, problems=tuple(problems), edit=edit
+    )
+
+
+def _found(
+    newest: Restored | None,
+    *,
+    highest: int,
+    history: list[tuple[int, str]],
+    foreigners: list[int],
+    state: PrimaryState,
+    problems: tuple[str, ...],
+    edit: Handoff | None,
+) -> Scan:
+    """The scan's result: this thread's highest number counts every well-formed name but other threads' files."""
+    names = (generation for generation, _ in history if generation not in foreigners)
+    own = max(highest, next(names, 0))  # newest first: the first name not another thread's
+    return Scan(newest, own, state, problems, edit, taken=max(foreigners, default=0))
 
 
 def _read_primary(path: Path, problems: list[str]) -> tuple[Restored | None, PrimaryState, Handoff | None, int]:
     """The primary if it verifies, its state, a person's valid edit of it, and the generation it names.
 
-    What is wrong with it is added to *problems*.
+    Only a verified primary names a generation: the number in a damaged or edited one is not
+    verified bytes (damage, or a person, can leave any digits there). What is wrong with it is
+    added to *problems*.
     """
     try:
         written = primary_stamp(path.parent / MIRROR_NAME)
@@ -185,10 +229,14 @@ def _read_primary(path: Path, problems: list[str]) -> tuple[Restored | None, Pri
         return None, "missing", None, 0
     except UnsealedEditError as exc:
         problems.append(f"{path.name}: {exc.reason}")
-        return None, "bad", exc.handoff, exc.handoff.generation if exc.handoff is not None else 0
+        return None, "bad", exc.handoff, 0
     except HandoffError as exc:
         problems.append(f"{path.name}: {exc.reason}")
-        return None, "bad", None, _generation_guess(path)
+        problems.append(
+            f"{path.name} did not verify, so which generation it held is unknown (damaged bytes are never "
+            "trusted for a number): if it was newer than the one restored, that generation is lost"
+        )
+        return None, "bad", None, 0
     return primary, "ok" if primary.handoff.seal is not None else "legacy", None, primary.generation
 
 
@@ -198,12 +246,29 @@ def _save_in_progress(directory: Path) -> bool:
         return not free
 
 
-def _generation_guess(primary: Path) -> int:
-    """Best effort on an unreadable primary: the largest generation number its bytes mention."""
-    try:
-        data, _ = read_bytes(primary, MAX_FILE_BYTES, follow_symlinks=False)
-    except HandoffError:
-        return 0
-    # only numbers a generation could be: damage can leave any digits in the bytes
-    found = (int(m.group(1)) for m in _GENERATION_TEXT.finditer(data))
-    return max((n for n in found if n < MAX_INT), default=0)
+def vouched(found: Scan, mirror: Mirror | None) -> tuple[int, Mirror | None, str | None]:
+    """The highest generation number the thread vouches for, state.json if it counts, and why not.
+
+    Numbers come from this thread's verified generations, well-formed ``history/`` names and the
+    journal's save lines (each line checks itself). ``state.json``'s number counts only when one of
+    those confirms it (a generation of at least its number, or a save line of the same generation
+    and seal), when it is the one generation after them (a save whose file alone was lost: it is
+    written before state.json), or when nothing else is left. A forged state.json naming a far
+    generation must not block or reroute every save.
+
+    :param found: the scan.
+    :param mirror: ``state.json`` as read, or None.
+    :returns: the highest number, ``state.json`` (None if it does not count), and why it does not.
+    """
+    last = found.last
+    highest = max(found.highest, (last.generation or 0) if last else 0)
+    if mirror is None or mirror.generation <= highest:
+        return highest, mirror, None
+    agrees = last is not None and (last.generation, last.seal) == (mirror.generation, mirror.seal)
+    if agrees or mirror.generation == highest + 1 or (found.newest is None and highest == 0):
+        return mirror.generation, mirror, None
+    why = (
+        f"{MIRROR_NAME} names generation {mirror.generation}, past every verified generation, file name and "
+        f"journal line of this thread (newest {highest}): not confirmed, so passed over"
+    )
+    return highest, None, why

@@ -11,6 +11,7 @@ import pytest
 from handoff_files import HandoffStore
 from handoff_files.thread import recovery
 from handoff_files.thread import scan as scanning
+from handoff_files.thread.identity import Identity
 from handoff_files.thread.mirror import Mirror, read_mirror
 from handoff_files.thread.settings import ThreadSettings
 
@@ -42,9 +43,9 @@ def test_a_reader_descheduled_between_its_reads_never_rebuilds_a_generation_on_d
         time.sleep(0.005)
         return mirror
 
-    def paused_files(store: ThreadSettings) -> scanning.Scan:
+    def paused_files(store: ThreadSettings, identity: Identity) -> scanning.Scan:
         time.sleep(0.005)
-        found = real_files(store)
+        found = real_files(store, identity)
         time.sleep(0.005)
         return found
 
