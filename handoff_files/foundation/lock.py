@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from handoff_files.foundation.errors import HandoffLockedError, HandoffWriteError
+from handoff_files.foundation.errors import HandoffError, HandoffLockedError, HandoffWriteError
 from handoff_files.foundation.holder import CLEARED, LockHolder, read_holder, write_record
+from handoff_files.foundation.safe_open import open_regular
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -42,7 +43,9 @@ WAIT_REPORT_SECONDS: Final = 5.0
 # waiting for another writer: first poll soon (a save is over in a millisecond or two), then back off
 _FIRST_POLL: Final = 0.0005
 _LAST_POLL: Final = 0.02
-_FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+# opened by open_regular (no link followed, never blocking, regular and not hard-linked: the
+# holder's record is written into it, and must never land in a file outside the thread)
+_FLAGS: Final = os.O_RDWR | os.O_CREAT
 # bound once: a dropped descriptor is closed whenever the collector gets to it, which is part of
 # no operation, so it must not show up (or be failed) in a traced or fault-injected one; nor must
 # the blanking of the holder's record, advisory text whose failure changes nothing
@@ -77,7 +80,7 @@ class _Descriptor:
         self.pid = os.getpid()
         self.fd = -1
         self.depth = 0
-        self.fd = os.open(path, _FLAGS, 0o600)
+        self.fd, _ = open_regular(path, _FLAGS, max_bytes=None)
 
     def close(self) -> None:
         if self.fd >= 0 and self.pid == os.getpid():
@@ -146,6 +149,9 @@ class WriterLock:
         if held is None or held.pid != os.getpid():
             try:
                 held = _Descriptor(self.path)
+            except HandoffError as exc:  # a link, a FIFO, a hard link to a file outside …
+                msg = f"cannot open the lock file {LOCK_NAME}: {exc.reason}"
+                raise HandoffWriteError(self.directory, msg) from exc
             except OSError as exc:
                 msg = f"cannot open the lock file {LOCK_NAME}: {exc.strerror or exc}"
                 raise HandoffWriteError(self.directory, msg) from exc
@@ -240,8 +246,8 @@ def lock_holder(directory: Path) -> LockHolder | None:
         it returns, the holder may have let go.
     """
     try:
-        fd = os.open(directory / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+        fd, _ = open_regular(directory / LOCK_NAME, os.O_RDONLY, max_bytes=None)
+    except HandoffError:
         return None
     try:
         holder = read_holder(fd)
@@ -289,8 +295,8 @@ def try_writer_lock(directory: Path) -> Iterator[bool]:
     While it holds the lock it names itself in ``.lock``, as a writer does.
     """
     try:
-        fd = os.open(directory / LOCK_NAME, _FLAGS, 0o600)
-    except OSError:
+        fd, _ = open_regular(directory / LOCK_NAME, _FLAGS, max_bytes=None)
+    except HandoffError:  # not a file a writer could lock either: nothing to tidy now
         yield False
         return
     try:
@@ -343,9 +349,9 @@ class LockFile:
         """
         while self.fd < 0:
             try:
-                fd = os.open(self.path, _FLAGS, 0o600)
-            except OSError as exc:
-                msg = f"cannot open the lock file {self.path.name}: {exc.strerror or exc}"
+                fd, _ = open_regular(self.path, _FLAGS, max_bytes=None)
+            except HandoffError as exc:
+                msg = f"cannot open the lock file {self.path.name}: {exc.reason}"
                 raise HandoffWriteError(self.directory, msg) from exc
             try:
                 if not _try_flock(fd, self.directory):
@@ -369,9 +375,9 @@ class LockFile:
     def holder(self) -> LockHolder | None:
         """Who recorded itself as the holder (alive or not: the caller found the lock held); None if nobody did."""
         try:
-            # O_NONBLOCK: a FIFO put in the lock file's place cannot hang the reader
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError:
+            # a FIFO put in the lock file's place can neither hang nor fool the reader
+            fd, _ = open_regular(self.path, os.O_RDONLY, max_bytes=None)
+        except HandoffError:
             return None
         try:
             return read_holder(fd, live=False)

@@ -5,19 +5,20 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from handoff_files.format import seal as sealing
-from handoff_files.format.codec import MAX_FILE_BYTES, render
-from handoff_files.format.content import ENVELOPE
+from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.model import MAX_INT, SCHEMA_VERSION
 from handoff_files.foundation.atomic import fsync_dir, fsync_file, lexists, write_durable
 from handoff_files.foundation.clock import file_stamp, iso_z, utc_now
 from handoff_files.foundation.errors import (
+    HandoffError,
     HandoffValidationError,
     HandoffWriteError,
     TransferRefusedError,
 )
+from handoff_files.thread.copyback import copy_back, file_bytes
 from handoff_files.thread.head import Head
 from handoff_files.thread.layout import TRANSFERRED_NAME
 from handoff_files.thread.mirror import mirror_bytes
@@ -28,9 +29,6 @@ from handoff_files.thread.settings import Durability, ThreadSettings
 __all__ = ["commit"]
 
 _T = TypeVar("_T")
-
-# the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
-_ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
 
 
 def commit(
@@ -64,13 +62,17 @@ def commit(
     ids = thread.ids(head.agent_id, head.thread_id)
     created_at = utc_now()
     document, seal_text = _sealed(thread, layers, head, ids, created_at, lineage=lineage, after=after)
-    data = render({key: document[key] for key in _ORDER if key in document}, thread.format)
+    data = file_bytes(document, thread.format)
     if len(data) > MAX_FILE_BYTES:
         # never acknowledge a generation the loader would refuse to read back
         msg = f"handoff would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; trim context or data"
         raise HandoffValidationError(thread.path, msg)
     journal_first = durability == "journal"
     problems = _keep_replaced_primary(thread, head, created_at, journal_first=journal_first)
+    if head.generation > (listing[0][0] if listing else 0):
+        # the head is ahead of history/: a journal-first writer was killed after its commit, and
+        # nothing else writes its copy (one comparison on every save; the journal is read only then)
+        problems.extend(_copied_back(thread))
     if head.thread_id is None and thread.derived_note:  # the first generation: its ids come from the folder
         problems.append(thread.derived_note)
     unfinished = _write(
@@ -207,6 +209,16 @@ def _write(
         after_commit(lambda: journal.append(event, generation=generation, seal=seal_text, sync=False, **summary))
     _prune(thread, [(generation, history_file.name), *listing])
     return unfinished
+
+
+def _copied_back(thread: ThreadSettings) -> list[str]:
+    """Write the missing ``history/`` copies of journal-only generations; a failure is noted, not raised."""
+    try:
+        journal = thread.journal
+        saves = ((entry.generation, entry.seal, document) for entry, document in journal.committed_documents())
+        return copy_back(saves, journal.path, thread.layout, thread.format)
+    except HandoffError as exc:
+        return [f"a generation only in the journal could not be copied back to history/: {exc}"]
 
 
 def _keep_replaced_primary(

@@ -15,9 +15,10 @@ from handoff_files.format.codec import MAX_FILE_BYTES, parse_json
 from handoff_files.format.seal import self_check
 from handoff_files.foundation.atomic import fsync_dir, write_all
 from handoff_files.foundation.clock import iso_z
-from handoff_files.foundation.errors import HandoffError, HandoffWriteError, UncertainWriteError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffWriteError, UncertainWriteError
+from handoff_files.foundation.safe_open import open_regular
 from handoff_files.thread.layout import JOURNAL_NAME, ThreadDir
-from handoff_files.thread.tail import cut_torn_tail, lines_backwards, torn
+from handoff_files.thread.tail import cut_torn_tail, first_line, read_backwards, read_whole, torn
 
 __all__ = [
     "DOCUMENT",
@@ -68,6 +69,11 @@ _CHECK_LEN: Final = 16
 # a document line holds one handoff (at most MAX_FILE_BYTES as its file) written compactly, whose
 # escapes (\u0001 where YAML writes \x01) can make it longer than its file: room for twice that
 _LINE_LIMIT: Final = 2 * MAX_FILE_BYTES
+#: The largest journal file this library writes: it rotates once past ROTATE_BYTES, or past
+#: ROTATE_LINES lines of the size being appended, and one append adds a document line and its
+#: event line. A larger one (an 8 GiB sparse file) was put there: it is refused, never read whole.
+MAX_JOURNAL_BYTES: Final = ROTATE_BYTES + (ROTATE_LINES + 2) * (_LINE_LIMIT + (64 << 10))
+_APPEND: Final = os.O_RDWR | os.O_APPEND
 
 
 def _check(fields: dict[str, Any]) -> str:
@@ -175,6 +181,7 @@ class Journal:
         layout = directory if isinstance(directory, ThreadDir) else ThreadDir(directory)
         self.path = layout.journal
         self.previous = layout.previous_journal
+        self._layout = layout
 
     def append(
         self,
@@ -209,8 +216,10 @@ class Journal:
             line = _encode({**held.fields(), DOCUMENT: document}) + line
         written = False
         try:
-            created = not self.path.exists()
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            # a regular file of ours only: a FIFO would hang the save, a hard link would let a cut or
+            # an append change a file outside the thread, a planted 8 GiB file would be scanned whole
+            fd, st = open_regular(self.path, _APPEND | os.O_CREAT, max_bytes=MAX_JOURNAL_BYTES)
+            created = st.st_size == 0  # new (or empty): its name is made durable with its directory
             try:
                 # cut a torn tail first, so neither this line nor a rotation carries it along
                 cut_torn_tail(fd)
@@ -221,7 +230,7 @@ class Journal:
                         before_rotate()
                     self._rotate()
                     created = True
-                    fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+                    fd, _ = open_regular(self.path, _APPEND, max_bytes=MAX_JOURNAL_BYTES)
                 write_all(fd, line)
                 written = True
                 if sync:
@@ -248,12 +257,9 @@ class Journal:
         cut: list[Path] = []
         for path in (self.path, self.previous):
             try:
-                fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-            except FileNotFoundError:
+                fd, _ = open_regular(path, os.O_RDWR, max_bytes=MAX_JOURNAL_BYTES)
+            except HandoffNotFoundError:
                 continue
-            except OSError as exc:
-                msg = f"cannot open the journal to cut its torn line: {exc.strerror or exc}"
-                raise HandoffWriteError(path, msg) from exc
             try:
                 if cut_torn_tail(fd):
                     os.fsync(fd)
@@ -268,7 +274,14 @@ class Journal:
     def _rotate(self) -> None:
         # drop the older lines, then move the current file to a free name: a rename over an
         # existing file would start its writeback first (see foundation/swap.py); a crash between
-        # the two leaves the current file where it was, and the older lines were being dropped
+        # the two leaves the current file where it was, and the older lines were being dropped;
+        # first, no generation may live only in the lines dropped: each gets its history/ copy
+        from handoff_files.thread.copyback import copy_back  # noqa: PLC0415 -- rare, and it imports this module
+
+        saves = (
+            (entry.generation, entry.seal, document) for entry, document in self.committed_documents(self.previous)
+        )
+        copy_back(saves, self.previous, self._layout, None)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.previous)
         self.path.rename(self.previous)
@@ -293,7 +306,7 @@ class Journal:
         problems: list[str] = []
         if torn(self.path):
             problems.append(_torn_problem(self.path).what)
-        for raw, entry in self._backwards():
+        for raw, entry in self._backwards(problems):
             if entry is None:
                 # quoted as text a person can read: undecodable bytes as \xff, control characters escaped
                 text = "".join(
@@ -305,7 +318,7 @@ class Journal:
                 return entry, problems
         return None, problems
 
-    def committed_documents(self) -> Iterator[tuple[Entry, dict[str, Any] | None]]:
+    def committed_documents(self, *paths: Path) -> Iterator[tuple[Entry, dict[str, Any] | None]]:
         """Journal-first save lines, newest first, each with the document line written with it (or None).
 
         A save line whose document line is missing, damaged or another save's is yielded with None:
@@ -313,7 +326,7 @@ class Journal:
         it, and such a save was never acknowledged (its fdatasync never returned).
         """
         waiting: Entry | None = None
-        for _, entry in self._backwards():
+        for _, entry in self._backwards(None, paths):
             if entry is None:
                 continue
             if entry.event == "document":
@@ -330,17 +343,21 @@ class Journal:
         if waiting is not None:
             yield waiting, None
 
-    def _backwards(self) -> Iterator[tuple[bytes, Entry | None]]:
-        for path in (self.path, self.previous):
+    def _backwards(
+        self, refused: list[str] | None = None, paths: tuple[Path, ...] = ()
+    ) -> Iterator[tuple[bytes, Entry | None]]:
+        """Lines newest first (*paths*, default both files); a refused file is noted in *refused* and skipped."""
+        for path in paths or (self.path, self.previous):
             try:
-                with path.open("rb") as handle:
-                    for raw in lines_backwards(handle):
-                        yield raw, _parse_line(raw)
-            except FileNotFoundError:
+                lines = read_backwards(path, max_bytes=MAX_JOURNAL_BYTES, max_line=_LINE_LIMIT)
+            except HandoffNotFoundError:
                 continue
-            except OSError as exc:
-                msg = f"cannot read the journal: {exc.strerror or exc}"
-                raise HandoffError(path, msg) from exc
+            except HandoffError as exc:  # a FIFO, a planted 8 GiB file …: the files restore, not this
+                if refused is not None:
+                    refused.append(f"{path.name}: skipped: {exc.reason}")
+                continue
+            for raw in lines:
+                yield raw, _parse_line(raw)
 
     def entries(self) -> tuple[list[Entry], list[str]]:
         """Every line, oldest first (both files), with problems for damaged lines and where they are.
@@ -358,8 +375,8 @@ class Journal:
         entries: list[Entry] = []
         problems: list[JournalProblem] = []
         for path in (self.previous, self.path):
-            with contextlib.suppress(FileNotFoundError):
-                data = path.read_bytes()
+            with contextlib.suppress(HandoffNotFoundError):
+                data = read_whole(path, max_bytes=MAX_JOURNAL_BYTES)
                 lines = data.split(b"\n")
                 tail = lines.pop() if lines else b""
                 for number, raw in enumerate(lines, 1):
@@ -379,9 +396,5 @@ def first_entry(path: Path) -> Entry | None:
 
     Reads one line at most, never the whole journal; a missing, empty or damaged first line is None.
     """
-    try:
-        with path.open("rb") as handle:
-            raw = handle.readline(64 * 1024)
-    except OSError:
-        return None
-    return _parse_line(raw.rstrip(b"\n")) if raw.endswith(b"\n") else None
+    raw = first_line(path, 64 * 1024)
+    return _parse_line(raw) if raw is not None else None

@@ -1,0 +1,80 @@
+"""Copy-back: a generation committed only to the journal gets its ``history/`` copy before the journal can lose it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from handoff_files.format.codec import Format, render
+from handoff_files.format.content import ENVELOPE
+from handoff_files.format.loader import decode, load
+from handoff_files.foundation.atomic import write_durable
+from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
+
+__all__ = ["Committed", "copy_back", "file_bytes"]
+
+#: A journal-first save as the journal holds it, newest first: its generation, its seal, and the
+#: document line written with it (None if missing or damaged): ``Journal.committed_documents()``.
+Committed = tuple[int | None, str | None, dict[str, Any] | None]
+
+# the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
+_ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
+
+
+def file_bytes(document: dict[str, Any], fmt: Format) -> bytes:
+    """A sealed generation's file, as a save writes it (*document* whole, seal included)."""
+    return render({key: document[key] for key in _ORDER if key in document}, fmt)
+
+
+def copy_back(saves: Iterable[Committed], journal: Path, layout: ThreadDir, fmt: Format | None) -> list[str]:
+    """Write the ``history/`` copy of each generation a journal-first save committed with no verified copy. Writes.
+
+    A writer killed right after its commit point leaves its generation in the journal alone;
+    nothing else rewrites it, and a rotation would drop it. Call under the writers' lock: on the
+    next save that finds its head ahead of ``history/``, and before a rotation drops a journal
+    file (*saves*: those of that file). Generations older than the oldest one ``history/`` keeps were
+    pruned on purpose and are passed by; with nothing kept, only the newest is written.
+
+    :param saves: the journal-first saves to look at, newest first (see :data:`Committed`).
+    :param journal: the journal file, named in errors.
+    :param layout: the thread's files.
+    :param fmt: the thread's format (None: the primary's, JSON if there is none).
+    :returns: a note for each copy written.
+    :raises HandoffWriteError: if a copy cannot be written.
+    """
+    listing = dict(layout.generations())
+    floor = min(listing, default=None)
+    chosen: Format = fmt if fmt is not None else next(iter(layout.primary_formats()), "json")
+    notes: list[str] = []
+    for generation, seal, document in saves:
+        if generation is None or (floor is not None and generation < floor):
+            break  # newest first: what is older was pruned
+        if document is None or not _verified(journal, seal, generation, document):
+            continue  # never acknowledged (a torn write), or damaged: nothing to copy
+        if generation in listing and _loads(layout.history_dir / listing[generation], generation):
+            continue  # a verified copy (another seal's is never overwritten: telling it is recovery's work)
+        target = layout.generation_file(generation, chosen)
+        write_durable(target, file_bytes(document, chosen))
+        notes.append(f"generation {generation} was only in the journal; copied it back to {HISTORY_DIR}/{target.name}")
+        if floor is None:
+            break
+    return notes
+
+
+def _verified(path: Path, seal: str | None, generation: int, document: dict[str, Any]) -> bool:
+    """Whether a journal line's document verifies as the generation and seal its save line names."""
+    try:
+        handoff = decode(render(document, "json"), path, origin="store")
+    except (HandoffError, TypeError, ValueError):
+        return False
+    return handoff.generation == generation and str(handoff.seal) == seal
+
+
+def _loads(path: Path, generation: int) -> bool:
+    """Whether the ``history/`` file verifies and holds *generation*."""
+    try:
+        return load(path, follow_symlinks=False, origin="store").generation == generation
+    except HandoffError:
+        return False

@@ -1,0 +1,72 @@
+"""A generation committed only to the journal (its writer killed after the commit) gets its history/ copy back.
+
+Nothing else rewrites it: before this, a rotation dropped it for good (48 of 1,278 generations in
+one kill run).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from handoff_files import HandoffStore, load
+from handoff_files.thread import journal as journal_module
+from handoff_files.thread.journal import Journal
+from tests.writer_child import content
+
+# a journal-first save SIGKILLed just after its commit point (the journal line is durable) and
+# before any of its copies: history/, the primary and state.json still show the generation before
+_KILLED_AFTER_JOURNAL_COMMIT = """
+import os, signal, sys
+from handoff_files import HandoffStore
+from handoff_files.thread import commit
+from tests.writer_child import content
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+commit.write_durable = killed
+HandoffStore(sys.argv[1], durability="journal").save(content("killed", 1, 0))
+"""
+
+
+def _killed_after_commit(thread: Path, python: str, env: dict[str, str]) -> str:
+    """Save generation 1, then generation 2 in a writer killed after its journal commit; its seal."""
+    HandoffStore(thread, durability="journal").save(content("alive", 1, 0))
+    killed = subprocess.run([python, "-c", _KILLED_AFTER_JOURNAL_COMMIT, str(thread)], env=env, check=False)
+    assert killed.returncode == -9
+    assert not (thread / "history" / "00000002.json").exists()
+    committed, document = next(Journal(thread).committed_documents())
+    assert (committed.generation, document is not None) == (2, True)
+    assert committed.seal is not None
+    return committed.seal
+
+
+def test_a_rotation_first_copies_back_a_generation_only_in_the_lines_it_drops(
+    thread_dir: Path, python: str, subprocess_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seal = _killed_after_commit(thread_dir, python, subprocess_env)
+    # every append rotates: the second drops the lines that hold generation 2; no save runs meanwhile
+    monkeypatch.setattr(journal_module, "ROTATE_BYTES", 0)
+    monkeypatch.setattr(journal_module, "ROTATE_LINES", 0)
+    store = HandoffStore(thread_dir, durability="journal")
+    for _ in range(3):
+        with store.locked():
+            store.journal.append("hook", generation=None, seal=None, summary="a session started")
+    assert not any(entry.generation == 2 for entry, _ in Journal(thread_dir).committed_documents())
+    copy = load(thread_dir / "history" / "00000002.json")
+    assert str(copy.seal) == seal
+    restored = HandoffStore(thread_dir).restore()
+    assert (restored.generation, restored.source) == (2, "history")
+
+
+def test_the_next_save_copies_back_a_generation_only_in_the_journal(
+    thread_dir: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    seal = _killed_after_commit(thread_dir, python, subprocess_env)
+    receipt = HandoffStore(thread_dir, durability="journal").save(content("alive", 2, 0))
+    assert receipt.generation == 3
+    assert str(load(thread_dir / "history" / "00000002.json").seal) == seal
+    assert any("generation 2 was only in the journal" in problem for problem in receipt.problems)
