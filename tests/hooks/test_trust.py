@@ -188,3 +188,16 @@ def test_install_trusts_a_private_thread_made_before_the_record(project: Path, t
     report = install("claude-code", project, dry_run=False)
     assert not any("will not brief" in note for note in report.notes)
     assert BRIEFED in _context("claude-code", hook("claude-code", _start("claude-code", project)))
+
+
+def test_the_installed_hook_command_refuses_a_clone_in_one_line(clone: Path, subprocess_env: dict[str, str]) -> None:
+    event = json.dumps(_start("claude-code", clone))
+    argv = [sys.executable, "-m", "handoff_files", "hook", "claude-code"]
+    done = subprocess.run(argv, input=event, env=subprocess_env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert BRIEFED not in context
+    assert context.strip().count("\n") == 0
+    assert "handoff trust" in context
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
