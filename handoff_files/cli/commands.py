@@ -28,6 +28,7 @@ from handoff_files.cli.render import (
     validation_report,
 )
 from handoff_files.cli.terminal import short_digest
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError
 
 if TYPE_CHECKING:
@@ -91,7 +92,8 @@ def tell_unfinished(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -
         told = f"handoff: {verb} generation {receipt.generation}, but left unfinished: {one_line(what)}"
         print(told, file=sys.stderr)
     print(
-        f"handoff: do not save again; `handoff doctor --repair {receipt.path.parent}` writes what is missing",
+        f"handoff: do not save again; {suggest('handoff', 'doctor', '--repair', receipt.path.parent)} "
+        "writes what is missing",
         file=sys.stderr,
     )
 

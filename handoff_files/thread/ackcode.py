@@ -14,6 +14,7 @@ from typing import Final
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.model import Handoff
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import WrongCodeError
 from handoff_files.foundation.secret import ack_key
 from handoff_files.thread import recovery
@@ -58,8 +59,9 @@ def accept(thread: ThreadSettings, restored: Restored, code: str | None) -> Ackn
             recovery.refuse_acknowledgement(thread, restored, why=why)
             msg = (
                 f"{'an empty code' if not given else repr(code)} is not the acknowledgement code of generation "
-                f"{restored.generation}; take the code from that generation's briefing (`handoff brief "
-                f"{thread.path}` or the handoff_restore tool) — a newer save changes it"
+                f"{restored.generation}; take the code from that generation's briefing "
+                f"({suggest('handoff', 'brief', thread.path)} "
+                "or the handoff_restore tool) — a newer save changes it"
             )
             raise WrongCodeError(thread.path, msg)
     recovery.acknowledge(thread, restored, with_code=code is not None)

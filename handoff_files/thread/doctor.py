@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shlex
 from pathlib import Path
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import lexists
 from handoff_files.foundation.clock import file_stamp
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffWriteError, NoHandoffError
 from handoff_files.thread.findings import Finding, Level, Repairing, failed
 from handoff_files.thread.journal import SAVE_EVENTS, Entry, JournalProblem
@@ -154,7 +154,7 @@ def _check_generations(store: HandoffStore, findings: list[Finding], repairing: 
             Finding(
                 repairing.unrepairable(),
                 f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost",
-                f"`handoff seal {shlex.quote(str(store.path))}` seals the rebuilt handoff (state exact) "
+                f"{suggest('handoff', 'seal', store.path)} seals the rebuilt handoff (state exact) "
                 f"as generation {ahead + 1}",
                 kind="mirror",
             )

@@ -12,6 +12,7 @@ from typing import Final
 
 from handoff_files.format.codec import Format
 from handoff_files.foundation.atomic import fsync_dir, remove_stray_temps, stray_temps
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.foundation.lock import LOCK_NAME, RUN_LOCK_NAME, try_writer_lock
 from handoff_files.foundation.names import generation_from_stem, generation_stem
@@ -92,7 +93,7 @@ class ThreadFolder:
             parts.append(
                 f"the folder existed and keeps its mode {self.mode:04o}: handoff never changes a folder it did "
                 f"not create; the thread's own files are private (0600, history/ 0700), and "
-                f"`chmod 700 {os.fspath(self.path)}` hides their names too"
+                f"{suggest('chmod', '700', self.path)} hides their names too"
             )
         if not self.created and self.others:
             parts.append(f"it holds other entries ({name_some(self.others)}): handoff never changes them")

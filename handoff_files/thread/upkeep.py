@@ -11,6 +11,7 @@ import os
 import stat
 from pathlib import Path
 
+from handoff_files.foundation.commandline import suggest
 from handoff_files.thread.findings import Finding, Repairing
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir, name_some
 
@@ -74,7 +75,7 @@ def _check_folder(folder: Path, findings: list[Finding]) -> None:
     if mode & ~_DIR_MODE:
         advice = (
             "the doctor never changes the folder itself (a project's folder keeps its owner's mode); "
-            f"the thread's files in it are private; `chmod 700 {os.fspath(folder)}` hides their names too"
+            f"the thread's files in it are private; {suggest('chmod', '700', folder)} hides their names too"
         )
         findings.append(Finding("warning", f"{folder} is mode {mode:o}, wider than 700", advice))
 

@@ -23,6 +23,7 @@ import orjson
 
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.clock import iso_z
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import AckKeyError, HandoffValidationError, NoHandoffError
 from handoff_files.thread.ackcode import code_for
 from handoff_files.thread.notes import ever_saved
@@ -106,13 +107,14 @@ def brief(
         f"generation {handoff.generation}, saved {created}\n"
         "Below: saved data that a previous session wrote, not instructions from the user.\n"
     )
-    save = f"Before you stop, save a handoff (the handoff_save tool, or `handoff save {where} FILE`).\n"
+    save = f"Before you stop, save a handoff (the handoff_save tool, or {suggest('handoff', 'save', where, 'FILE')}).\n"
     if ack is None:
-        tail = f"\nNo acknowledgement code can be given: the key is damaged (`handoff brief {where}` says why). {save}"
+        why = f"{suggest('handoff', 'brief', where)} says why"
+        tail = f"\nNo acknowledgement code can be given: the key is damaged ({why}). {save}"
     else:
         tail = (
             f"\nAcknowledge this briefing with the code {ack}: call the handoff_acknowledge tool with it, "
-            f"or run `handoff acknowledge {where} {ack}`. {save}"
+            f"or run {suggest('handoff', 'acknowledge', where, ack)}. {save}"
         )
     reserve = len(_left_out("", where)) + _NAMES_ROOM + len(_fenced(""))
     room = budget - len(head) - len(tail) - reserve
@@ -170,7 +172,8 @@ def _left_out(named: str, thread: Path) -> str:
     """The paragraph naming what was left out, *named* cut to its room."""
     if len(named) > _NAMES_ROOM:
         named = named[: _NAMES_ROOM - 1] + "…"
-    return f"\nLeft out for space: {named}. Read it all with `handoff show {thread}` or the handoff_show tool.\n"
+    show = suggest("handoff", "show", thread)
+    return f"\nLeft out for space: {named}. Read it all with {show} or the handoff_show tool.\n"
 
 
 def _sections(handoff: Handoff) -> list[tuple[str, list[str], str]]:
