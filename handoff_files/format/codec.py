@@ -2,33 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any, Final, Literal
 
 import orjson
 
+from handoff_files.format.bounds import (
+    MAX_YAML_ALIASES,
+    MAX_YAML_BYTES,
+    MAX_YAML_NODES,
+    YamlShape,
+    check_yaml_bytes,
+    count_values,
+    json_depth,
+    too_deep,
+)
 from handoff_files.format.model import MAX_DEPTH, MAX_UINT, MIN_INT
-from handoff_files.foundation.errors import HandoffParseError, HandoffTooLargeError
+from handoff_files.foundation.errors import HandoffParseError, HandoffTooLargeError, HandoffValidationError
 
 __all__ = ["MAX_FILE_BYTES", "Format", "detect_format", "parse", "parse_json", "render"]
 
 Format = Literal["json", "yaml"]
 
 #: Largest file the loader reads. A handoff is a working summary; 16 MiB is far past any real one.
+#: A YAML file has tighter bounds (:mod:`handoff_files.format.bounds`).
 MAX_FILE_BYTES: Final = 16 * 1024 * 1024
-#: Anchors a YAML file may reuse: enough for a person's shorthand, too few for a "billion laughs".
-MAX_YAML_ALIASES: Final = 64
 
 _RENDERED: Final = "<rendered>"  # the "path" named when our own rendering fails its check
-
-# far below the depth at which libyaml-based parsing overflowed the stack here (~20,000)
-_C_PARSER_SAFE_DEPTH: Final = 4_096
 
 _FIRST_CHAR: Final = re.compile(rb"[ \t\r\n]*(.)", re.DOTALL)
 # in orjson's 2-space rendering every newline is structural and indentation is 2 x depth
@@ -51,13 +58,16 @@ def parse(data: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
 
     JSON: duplicate keys, NaN/Infinity, integers beyond 64 bits and nesting past
     :data:`~handoff_files.format.model.MAX_DEPTH` are refused. YAML: safe loading only (no tags that
-    build objects), duplicate keys refused, aliases limited; its timestamps become ISO strings.
+    build objects), duplicate keys refused; its size, values, nesting, anchors and aliases are
+    bounded (:mod:`handoff_files.format.bounds`) before any tree is built; its timestamps become
+    ISO strings.
 
     :param data: the file's bytes.
     :param path: named in errors.
     :returns: the top-level mapping.
     :raises HandoffParseError: for any of the above, or invalid UTF-8, or a top level that is not a mapping.
-    :raises HandoffTooLargeError: past :data:`MAX_FILE_BYTES`.
+    :raises HandoffTooLargeError: past :data:`MAX_FILE_BYTES`, or a YAML file past
+        :data:`~handoff_files.format.bounds.MAX_YAML_BYTES`.
     """
     _check_bytes(data, path, MAX_FILE_BYTES)
     document = _parse_json(data, path) if detect_format(data) == "json" else _parse_yaml(data, path)
@@ -114,7 +124,7 @@ def _parse_json(data: bytes, path: str | os.PathLike[str]) -> Any:
     if ours:
         # only the depth is left to check: in the indented rendering, indentation is 2 x depth
         if _TOO_DEEP_LINE in rendered:
-            raise HandoffParseError(path, _too_deep())
+            raise HandoffParseError(path, too_deep())
         return document
     # written by someone else (or edited): take the slow, fully checked road
     return _parse_json_strict(data, path)
@@ -136,6 +146,11 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _parse_json_strict(data: bytes, path: str | os.PathLike[str]) -> Any:
+    # the stdlib parser recurses per level up to sys.getrecursionlimit(), which a host may raise
+    # past what the C stack holds (orjson stops at 1,024 levels, and falls back to here): measure
+    # the depth first; a value at MAX_DEPTH sits inside MAX_DEPTH + 1 brackets if it is a container
+    if json_depth(data) > MAX_DEPTH + 1:
+        raise HandoffParseError(path, too_deep())
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -151,7 +166,7 @@ def _parse_json_strict(data: bytes, path: str | os.PathLike[str]) -> Any:
         msg = f"invalid JSON: {exc}"
         raise HandoffParseError(path, msg) from exc
     except RecursionError as exc:
-        raise HandoffParseError(path, _too_deep()) from exc
+        raise HandoffParseError(path, too_deep()) from exc
     _check_tree(document, path, yaml=False)
     return document
 
@@ -161,18 +176,22 @@ def _parse_yaml(data: bytes, path: str | os.PathLike[str]) -> Any:
     from ruamel.yaml import YAML  # noqa: PLC0415
     from ruamel.yaml.error import YAMLError  # noqa: PLC0415
 
+    check_yaml_bytes(data, path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         msg = f"invalid UTF-8 at byte {exc.start}"
         raise HandoffParseError(path, msg) from exc
     try:
-        document = YAML(typ="safe", pure=_maybe_deep(data)).load(text)
+        # the C parser always: its tree building recurses once per level, so the shape (depth,
+        # values, anchors, aliases) is read from its event stream first, which builds nothing
+        _check_yaml_shape(text, path)
+        document = YAML(typ="safe", pure=False).load(text)
+    except HandoffParseError:
+        raise
     except YAMLError as exc:
         msg = f"invalid YAML: {_yaml_problem(exc)}"
         raise HandoffParseError(path, msg) from exc
-    except RecursionError as exc:
-        raise HandoffParseError(path, _too_deep()) from exc
     except Exception as exc:
         # ruamel's constructors raise bare ValueError, KeyError, AssertionError … on values such
         # as `2024-02-30` or `!!bool maybe`: whatever they raise, it is this file's parse error
@@ -206,18 +225,57 @@ def _at(mark: Any) -> str | None:
     return None if mark is None else f"at line {mark.line + 1}, column {mark.column + 1}"
 
 
-def _maybe_deep(data: bytes) -> bool:
-    """Whether YAML bytes could nest deeply enough to overflow the C parser's stack.
+def _check_yaml_shape(text: str, path: str | os.PathLike[str]) -> None:
+    """Read YAML's parse events, building nothing, and refuse at the first bound passed.
 
-    The C parser recurses without a limit and crashed the process past ~20,000 levels here; the
-    pure-Python parser stops at the recursion limit with an error we report. Flow nesting needs an
-    opening bracket per level and block nesting an indent or dash per level, so a file with few
-    brackets and short lines cannot be deep.
+    libyaml's event parser keeps its state on the heap (no recursion) and is stopped within a few
+    thousand events by :class:`~handoff_files.format.bounds.YamlShape`; only a file within every
+    bound reaches the tree builder, whose recursion is then at most MAX_DEPTH levels deep.
     """
-    return (
-        data.count(b"[") + data.count(b"{") > _C_PARSER_SAFE_DEPTH
-        or max(map(len, data.split(b"\n")), default=0) > _C_PARSER_SAFE_DEPTH
+    from ruamel.yaml.events import (  # noqa: PLC0415 -- see _parse_yaml
+        AliasEvent,
+        CollectionEndEvent,
+        CollectionStartEvent,
+        DocumentStartEvent,
+        NodeEvent,
     )
+
+    shape = YamlShape(path)
+    documents = 0
+    with contextlib.closing(_yaml_events(text)) as events:
+        for event in events:
+            if isinstance(event, NodeEvent):
+                alias = isinstance(event, AliasEvent)  # an alias's "anchor" is the name it refers to
+                mark = event.start_mark
+                shape.node(
+                    line=mark.line, column=mark.column, anchor=not alias and event.anchor is not None, alias=alias
+                )
+                if isinstance(event, CollectionStartEvent):
+                    shape.depth += 1
+            elif isinstance(event, CollectionEndEvent):
+                shape.depth -= 1
+            elif isinstance(event, DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    return  # the load refuses a second document, having built only the first
+
+
+def _yaml_events(text: str) -> Generator[Any, None, None]:
+    """The parse events of *text*, from libyaml's parser alone (a YAML instance costs 10x more to set up)."""
+    try:
+        # the C extension's class, re-exported untyped (mypy sees no export); imported here as in _parse_yaml
+        from ruamel.yaml.cyaml import CParser  # type: ignore[attr-defined]  # noqa: PLC0415
+    except ImportError:  # no C extension (PyPy): the pure parser's events, no slower than its load
+        from ruamel.yaml import YAML  # noqa: PLC0415 -- see _parse_yaml
+
+        yield from YAML(typ="safe", pure=True).parse(text)
+        return
+    parser = CParser(text)
+    try:
+        while parser.check_event():
+            yield parser.get_event()
+    finally:
+        parser.dispose()
 
 
 def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> Any:
@@ -235,7 +293,7 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
             msg = f"the document expands past {MAX_FILE_BYTES:,} bytes (YAML aliases?); write the values out"
             raise HandoffParseError(path, msg)
         if depth > MAX_DEPTH:
-            raise HandoffParseError(path, _too_deep(where))
+            raise HandoffParseError(path, too_deep(where))
         if isinstance(value, dict | list):
             if id(value) in seen:
                 aliases += 1
@@ -277,11 +335,6 @@ def _check_tree(document: Any, path: str | os.PathLike[str], *, yaml: bool) -> A
     return walk(document, 0, "$")
 
 
-def _too_deep(where: str = "") -> str:
-    at = f" at {where}" if where else ""
-    return f"nested deeper than {MAX_DEPTH} levels{at} (anything nested too deeply is refused)"
-
-
 def _check_text(text: str, path: str | os.PathLike[str], where: str) -> str:
     try:
         text.encode("utf-8")
@@ -303,14 +356,26 @@ def render(document: Mapping[str, Any], fmt: Format) -> bytes:
 
     JSON is orjson's 2-space indentation in the mapping's own order plus a final newline (the
     loader's fast path recognises exactly this); YAML is block style with a header comment.
+
+    :raises HandoffValidationError: YAML for content past YAML's bounds (values or bytes), which
+        the loader would refuse to read back.
+    :raises HandoffParseError: YAML for content it cannot hold faithfully.
     """
     if fmt == "json":
         return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
     plain = dict(document)
+    # counted before rendering: ruamel's emitter costs as much per value as its parser
+    if count_values(plain, MAX_YAML_NODES) > MAX_YAML_NODES:
+        msg = f"content holds more than {MAX_YAML_NODES:,} values, more than a YAML file may hold; save it as JSON"
+        raise HandoffValidationError(_RENDERED, msg)
     # YAML folds some characters (NEL, LS, PS, a lone CR) into line breaks when it reads them
     # back; render, re-read, and fall back to ASCII escapes when the text did not survive
     for allow_unicode in (True, False):
         data = _render_yaml(plain, allow_unicode=allow_unicode)
+        if len(data) > MAX_YAML_BYTES:
+            msg = f"content renders to {len(data):,} bytes of YAML, over the {MAX_YAML_BYTES:,}-byte limit for YAML"
+            msg += "; save it as JSON"
+            raise HandoffValidationError(_RENDERED, msg)
         if _parse_yaml(data, _RENDERED) == plain:
             return data
     msg = "content cannot be represented faithfully in YAML; save it as JSON"
