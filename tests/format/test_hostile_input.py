@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any, Final
 
@@ -216,3 +217,22 @@ def _depth_reached(data: bytes) -> int:
 )
 def test_json_within_the_depth_limit_is_not_refused_by_the_count_on_its_bytes(data: bytes) -> None:
     assert parse(data, "edited.json")
+
+
+def test_handoff_validate_refuses_a_file_that_crashed_the_parser_with_one_line_and_exit_1(
+    tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    """4,000 nested ``[``, one per line, under a 1 MiB stack: SIGSEGV before; now the CLI's one-line refusal."""
+    path = tmp_path / "handoff.json"  # the format is told by content: this name may hold YAML
+    path.write_bytes(b"a:\n" + b"  [\n" * 4000 + b"  ]\n" * 4000)
+    done = subprocess.run(
+        ["/bin/sh", "-c", 'ulimit -s 1024 && exec "$@"', "sh", python, "-m", "handoff_files", "validate", str(path)],
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"handoff: {path}: nested deeper than {MAX_DEPTH} levels at line"), line
