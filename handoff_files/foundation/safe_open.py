@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -60,14 +61,20 @@ def open_regular(
         st = os.fstat(fd)
         reason = _reason(st, writes=writes, max_bytes=max_bytes)
     except OSError as exc:
-        os.close(fd)
+        _close_quietly(fd)
         raise _refused(path, f"cannot look at it: {exc.strerror or exc}", writes=writes) from exc
     if reason is not None:
-        os.close(fd)
+        _close_quietly(fd)
         if not writes and max_bytes is not None and st.st_size > max_bytes and stat.S_ISREG(st.st_mode):
             raise HandoffTooLargeError(path, reason)
         raise _refused(path, reason, writes=writes)
     return fd, st
+
+
+def _close_quietly(fd: int) -> None:
+    # a file refused, or only looked at: a failed close loses nothing, and must not hide the refusal
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _reason(st: os.stat_result, *, writes: bool, max_bytes: int | None) -> str | None:

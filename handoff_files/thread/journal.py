@@ -268,14 +268,14 @@ class Journal:
                 msg = f"cannot cut the journal's torn line: {exc.strerror or exc}"
                 raise HandoffWriteError(path, msg) from exc
             finally:
-                os.close(fd)
+                with contextlib.suppress(OSError):  # the cut was fsynced, or its error is raised
+                    os.close(fd)
         return cut
 
     def _rotate(self) -> None:
         # drop the older lines, then move the current file to a free name: a rename over an
         # existing file would start its writeback first (see foundation/swap.py); a crash between
-        # the two leaves the current file where it was, and the older lines were being dropped;
-        # first, no generation may live only in the lines dropped: each gets its history/ copy
+        # the two leaves the current file where it was; first, each generation only in the lines dropped is copied back
         from handoff_files.thread.copyback import copy_back  # noqa: PLC0415 -- rare, and it imports this module
 
         saves = (

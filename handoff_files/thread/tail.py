@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,8 @@ def torn(path: Path) -> bool:
     except OSError:
         return False
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):  # only read: a failed close loses nothing
+            os.close(fd)
 
 
 def read_backwards(path: Path, *, max_bytes: int, max_line: int) -> Iterator[bytes]:
@@ -43,7 +45,14 @@ def read_backwards(path: Path, *, max_bytes: int, max_line: int) -> Iterator[byt
     :raises HandoffError: if it is not a regular file, is over *max_bytes*, or cannot be read.
     """
     fd, _ = open_regular(path, os.O_RDONLY, max_bytes=max_bytes)
-    return _lines_of(path, os.fdopen(fd, "rb"), max_line)
+    try:
+        handle = os.fdopen(fd, "rb")
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        msg = f"cannot read it: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    return _lines_of(path, handle, max_line)
 
 
 def _lines_of(path: Path, handle: BinaryIO, max_line: int) -> Iterator[bytes]:
@@ -85,7 +94,8 @@ def first_line(path: Path, limit: int) -> bytes | None:
     except OSError:
         return None
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):  # only read: a failed close loses nothing
+            os.close(fd)
     raw, newline, _ = head.partition(b"\n")
     return raw if newline else None
 
