@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import enum
 import json
@@ -16,9 +17,19 @@ from typing import Any, Final
 
 from handoff_files.cli.render import one_line
 from handoff_files.foundation.clock import iso_z
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError
 
-__all__ = ["DOCTOR_KEYS", "RUN_KEYS", "error_record", "ordered", "quiet_stdout", "report_failure", "to_json"]
+__all__ = [
+    "DOCTOR_KEYS",
+    "RUN_KEYS",
+    "error_record",
+    "in_cli_words",
+    "ordered",
+    "quiet_stdout",
+    "report_failure",
+    "to_json",
+]
 
 
 def _plain(value: Any) -> Any:
@@ -63,6 +74,24 @@ def error_record(exc: HandoffError | OSError) -> dict[str, Any]:
         path = None if exc.filename is None else os.fsdecode(exc.filename)
         reason = exc.strerror or str(exc)
     return {"error": {"kind": type(exc).__name__, "path": path, "reason": reason}}
+
+
+def in_cli_words(exc: HandoffError | OSError, args: argparse.Namespace) -> HandoffError | OSError:
+    """*exc* as the command line says it: a thread with no ids is told the options that give them.
+
+    The library's reason names its keywords (``thread_id=``); a command that takes ``--thread-id``
+    names that, and one that does not (``run``) names the ``init`` that records them first.
+    """
+    from handoff_files.thread.settings import MissingIdsError, no_id_reason  # noqa: PLC0415 -- only this error
+
+    if not isinstance(exc, MissingIdsError):
+        return exc
+    path = PurePath(exc.path)
+    if hasattr(args, "thread_id"):
+        how = "give them with --thread-id ID (and --agent-id ID; default: the thread id)"
+    else:
+        how = f"record them first with {suggest('handoff', 'init', path, '--thread-id', 'ID')}, then run this again"
+    return MissingIdsError(exc.path, f"{no_id_reason(path.name)}: {how}")
 
 
 def report_failure(exc: HandoffError | OSError, *, machine: bool) -> None:

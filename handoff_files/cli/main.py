@@ -86,6 +86,7 @@ def _add_file_commands(add: Add) -> None:
     p = add("init", _handler("commands", "init"), "create a thread directory (mode 0700) ready for saves")
     p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format (default: json)")
+    _add_id_options(p)
 
     p = add(
         "save",
@@ -259,9 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             raise  # the reader of what the command printed went away: not a failure of the command
         except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
-            from handoff_files.cli.machine import report_failure  # noqa: PLC0415 -- only an error needs it
+            from handoff_files.cli.machine import in_cli_words, report_failure  # noqa: PLC0415 -- only an error needs it
 
-            report_failure(exc, machine=getattr(args, "json", False))
+            report_failure(in_cli_words(exc, args), machine=getattr(args, "json", False))
             return EXIT_ERROR
         sys.stdout.write(output)
         sys.stdout.flush()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import Format
@@ -15,7 +15,15 @@ from handoff_files.foundation.names import check_id, derive_id
 from handoff_files.thread.journal import Journal, first_entry
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
 
-__all__ = ["DURABILITIES", "Durability", "ThreadSettings", "check_durability", "choose_format"]
+__all__ = [
+    "DURABILITIES",
+    "Durability",
+    "MissingIdsError",
+    "ThreadSettings",
+    "check_durability",
+    "choose_format",
+    "no_id_reason",
+]
 
 #: When a save is acknowledged. ``"full"``: once its copy in ``history/`` is durable (file and
 #: directory fsync); the primary, ``state.json`` and the journal line follow unflushed, and a
@@ -25,6 +33,10 @@ __all__ = ["DURABILITIES", "Durability", "ThreadSettings", "check_durability", "
 #: journal's document when they did not survive a crash.
 Durability = Literal["full", "journal"]
 DURABILITIES: Final[tuple[Durability, ...]] = ("full", "journal")
+
+
+class MissingIdsError(InvalidNameError):
+    """A new thread was given no ids and its folder's name gives none (callers say how to give them)."""
 
 
 def check_durability(durability: Durability, path: str | os.PathLike[str]) -> Durability:
@@ -68,6 +80,8 @@ class ThreadSettings:
     lock: WriterLock
     #: the id the directory's name gives (derived when the name itself is not a valid id)
     name_id: str = ""
+    #: the (agent, thread) ids ``init`` recorded in the journal's "created" line, for the first save
+    recorded: tuple[str | None, str | None] = (None, None)
 
     @classmethod
     def checked(
@@ -111,10 +125,11 @@ class ThreadSettings:
         if not name_id and (thread_id is None or agent_id is None) and not layout.holdings():
             # a new thread takes its ids from the folder's name: refuse it now, before anything is
             # created; a thread that holds files has its ids in them, and is read whatever its name
-            raise InvalidNameError(path, _no_id_message(path))
+            raise MissingIdsError(path, _no_id_message(path))
         fmt = choose_format(layout, format)
         lock = WriterLock(path, timeout=lock_timeout, on_wait=on_lock_wait)
-        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id)
+        recorded = _recorded_ids(layout) if agent_id is None or thread_id is None else (None, None)
+        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id, recorded)
 
     @property
     def path(self) -> Path:
@@ -140,10 +155,25 @@ class ThreadSettings:
             the id the directory's name gives.
         :raises InvalidNameError: if an id must come from the directory's name and none can be made of it.
         """
-        agent, thread = self.agent_id or agent_id, self.thread_id or thread_id
+        agent = self.agent_id or agent_id or self.recorded[0]
+        thread = self.thread_id or thread_id or self.recorded[1]
         if (agent is None or thread is None) and not self.name_id:
-            raise InvalidNameError(self.path, _no_id_message(self.path))
+            raise MissingIdsError(self.path, _no_id_message(self.path))
         return (agent or self.name_id, thread or self.name_id)
+
+    def created_line(self, *, format_given: bool) -> dict[str, Any] | None:
+        """The journal's "created" line for ``init``: the format and ids chosen (None: nothing to record).
+
+        Recorded only in a thread with nothing in it yet, and only what was chosen: a format other
+        than JSON, or ids; a later store opened without them keeps them for the first save.
+        """
+        ids = {key: value for key, value in (("agent_id", self.agent_id), ("thread_id", self.thread_id)) if value}
+        yaml = format_given and self.format != "json"
+        if not (ids or yaml) or self.layout.holdings():
+            return None
+        said = [f"its primary will be {self.format.upper()}"] if yaml else []
+        said += [f"its {key.removesuffix('_id')} id is {value!r}" for key, value in ids.items()]
+        return {"summary": f"thread created; {', '.join(said)}", **({"format": self.format} if yaml else {}), **ids}
 
     @property
     def derived_note(self) -> str | None:
@@ -152,14 +182,30 @@ class ThreadSettings:
             return None
         return (
             f"the folder name {self.layout.path.name!r} is not a valid id, so the ids were made from it: "
-            f"{self.name_id!r} (give thread_id/agent_id, or --thread-id/--agent-id, to choose them)"
+            f"{self.name_id!r} (give the thread and agent ids to choose them)"
         )
 
 
+def no_id_reason(name: str) -> str:
+    """Why a new thread in a folder called *name* has no ids (what to give is the caller's to say)."""
+    return f"no valid id can be made from the folder name {name!r}"
+
+
 def _no_id_message(path: Path) -> str:
+    return f"{no_id_reason(path.name)}: give the ids (thread_id= and agent_id=)"
+
+
+def _recorded_ids(layout: ThreadDir) -> tuple[str | None, str | None]:
+    """The (agent, thread) ids ``init`` recorded, while no primary exists yet; (None, None) if none."""
+    if layout.primary_formats():
+        return None, None  # the thread's generations carry its ids from now on
+    created = first_entry(layout.journal)
+    if created is None or created.event != "created":
+        return None, None
+    agent, thread = (created.extra.get(key) for key in ("agent_id", "thread_id"))
     return (
-        f"no valid id can be made from the folder name {path.name!r}: give the ids "
-        "(thread_id= and agent_id=; on the command line --thread-id and --agent-id)"
+        check_id(agent, "agent_id", layout.path) if isinstance(agent, str) else None,
+        check_id(thread, "thread_id", layout.path) if isinstance(thread, str) else None,
     )
 
 

@@ -156,8 +156,8 @@ class HandoffStore:
     def init(self) -> ThreadFolder:
         """Create the thread directory and ``history/`` (mode 0700) durably; an existing folder keeps its mode.
 
-        A store opened with ``format="yaml"`` on a thread with nothing in it yet records the format
-        in the journal's first line ("created"), so later stores opened without one keep it.
+        A store opened with ``format="yaml"`` or with ids on a thread with nothing in it yet records
+        them in the journal's first line ("created"), so later stores opened without them keep them.
 
         :returns: whether the folder was created, its mode, and what a person should know (its ``note``).
         :raises HandoffWriteError: if they cannot be created.
@@ -166,10 +166,10 @@ class HandoffStore:
         folder = self.layout.create()
         if folder.created:  # a thread this user's library made: the hooks may brief from it
             remember_created(folder.path)
-        if self.format != "json" and self._format_given and not self.layout.holdings():
-            fmt, summary = self.format, f"thread created; its primary will be {self.format.upper()}"
+        line = self._thread.created_line(format_given=self._format_given)
+        if line is not None:
             with self.locked():
-                self._thread.journal.append("created", generation=None, seal=None, summary=summary, format=fmt)
+                self._thread.journal.append("created", generation=None, seal=None, **line)
         return folder
 
     # -- save --------------------------------------------------------------------------------
