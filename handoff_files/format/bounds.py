@@ -32,7 +32,7 @@ __all__ = [
     "too_deep",
 ]
 
-#: Largest YAML file read. YAML is for small, human-edited files; its parser costs ~40 µs a value
+#: Largest YAML file read. YAML is for small, human-edited files; its parser costs ~30 µs a value
 #: (JSON's ~0.1 µs), so a large handoff is JSON (up to 16 MiB). Far past any file a person edits.
 MAX_YAML_BYTES: Final = 1024 * 1024
 #: Most values (scalars, keys, lists and mappings) a YAML file may hold: parsed in well under a

@@ -236,3 +236,15 @@ def test_handoff_validate_refuses_a_file_that_crashed_the_parser_with_one_line_a
     assert done.returncode == 1, done
     [line] = done.stderr.splitlines()
     assert line.startswith(f"handoff: {path}: nested deeper than {MAX_DEPTH} levels at line"), line
+
+
+def test_the_format_page_states_the_bounds_the_code_keeps() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "format.md").read_text(encoding="utf-8")
+    limits = page.split("## Limits", 1)[1].split("\n## ", 1)[0]
+    assert MAX_YAML_BYTES == 1024 * 1024
+    assert "| size | 16 MiB | 1 MiB |" in limits
+    assert f"| {MAX_YAML_NODES:,} |" in limits
+    assert MAX_YAML_ANCHORS == MAX_YAML_ALIASES
+    assert f"| — | {MAX_YAML_ALIASES} each |" in limits
+    assert f"| — | {MAX_YAML_DIRECTIVES} |" in limits
+    assert f"| {MAX_DEPTH} levels | {MAX_DEPTH} levels |" in limits
