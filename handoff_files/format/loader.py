@@ -12,7 +12,7 @@ from typing import Any, Final, Literal, NoReturn
 import pydantic
 
 from handoff_files.format import seal as sealing
-from handoff_files.format.codec import MAX_FILE_BYTES, parse
+from handoff_files.format.codec import MAX_FILE_BYTES, detect_format, parse, parse_json
 from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff
 from handoff_files.format.versions import LEGACY_VERSIONS, check_version, migrate_document, verify_legacy_checksum
 from handoff_files.format.wording import describe_errors
@@ -21,6 +21,7 @@ from handoff_files.foundation.collector import collector_paused
 from handoff_files.foundation.errors import (
     ChecksumMismatchError,
     HandoffMigrationError,
+    HandoffParseError,
     HandoffValidationError,
     UnsealedEditError,
 )
@@ -119,7 +120,7 @@ def _decode(
     origin: Origin,
     assume_version: str | None,
 ) -> Handoff:
-    document = parse(data, path)
+    document = _parse_named(data, path)
     assumed = assume_version is not None and "schema_version" not in document
     if assumed:
         document = {"schema_version": assume_version, **document}
@@ -148,6 +149,29 @@ def _decode(
         msg = "edited after sealing: the seal no longer matches; `handoff seal` accepts the edit"
         raise UnsealedEditError(path, msg, handoff)
     raise ChecksumMismatchError(path, _damage(document, how=how, origin=origin))
+
+
+def _parse_named(data: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`parse` *data*; a file named ``.json`` that parses as neither is told as invalid JSON first.
+
+    The codec tells the format by content, so damage to a JSON file's first ``{`` reads as YAML:
+    for a ``.json`` file the reason gives JSON's error, then YAML's.
+    """
+    try:
+        return parse(data, path)
+    except HandoffParseError as exc:
+        if (
+            not os.fspath(path).endswith(".json")
+            or detect_format(data) == "json"
+            or not exc.reason.startswith("invalid YAML")
+        ):
+            raise
+        try:
+            parse_json(data, path)
+        except HandoffParseError as json_exc:
+            msg = f"{json_exc.reason} (nor is it YAML: {exc.reason.removeprefix('invalid YAML: ')})"
+            raise HandoffParseError(path, msg) from exc
+        raise  # JSON after all (a document that is not a mapping): YAML's reason stands
 
 
 def _refuse_unsealed(
