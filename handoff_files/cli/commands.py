@@ -119,8 +119,6 @@ def lock_options(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("thread_id", "agent_id"):  # a first save's ids, where the command takes them
         if getattr(args, name, None) is not None:
             options[name] = getattr(args, name)
-    if options.get("thread_id") and "agent_id" not in options:
-        options["agent_id"] = options["thread_id"]  # as the folder's name gives both
     return options
 
 

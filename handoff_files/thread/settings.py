@@ -122,7 +122,7 @@ class ThreadSettings:
         agent_id = None if agent_id is None else check_id(agent_id, "agent_id", path)
         thread_id = None if thread_id is None else check_id(thread_id, "thread_id", path)
         name_id = derive_id(path.name) or ""
-        if not name_id and (thread_id is None or agent_id is None) and not layout.holdings():
+        if not name_id and thread_id is None and not layout.holdings():
             # a new thread takes its ids from the folder's name: refuse it now, before anything is
             # created; a thread that holds files has its ids in them, and is read whatever its name
             raise MissingIdsError(path, _no_id_message(path))
@@ -152,11 +152,16 @@ class ThreadSettings:
         :param agent_id: the previous generation's agent id, if any.
         :param thread_id: the previous generation's thread id, if any.
         :returns: this writer's ids where it insists on them, else the previous generation's, else
-            the id the directory's name gives.
+            the ones ``init`` recorded, else (agent) the thread id given, else the id the directory's name gives.
+        :raises HandoffValidationError: if this writer insists on a thread id the thread does not have.
         :raises InvalidNameError: if an id must come from the directory's name and none can be made of it.
         """
-        agent = self.agent_id or agent_id or self.recorded[0]
+        if self.thread_id and thread_id and self.thread_id != thread_id:
+            msg = f"the thread id is {thread_id!r}, not {self.thread_id!r}; adopt it into a new thread instead"
+            raise HandoffValidationError(self.path, msg)
         thread = self.thread_id or thread_id or self.recorded[1]
+        # a first save given a thread id only: the agent's is the same, as a folder's name gives both
+        agent = self.agent_id or agent_id or self.recorded[0] or self.thread_id or self.recorded[1]
         if (agent is None or thread is None) and not self.name_id:
             raise MissingIdsError(self.path, _no_id_message(self.path))
         return (agent or self.name_id, thread or self.name_id)

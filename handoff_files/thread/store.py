@@ -52,8 +52,8 @@ class HandoffStore:
     :param path: the thread directory (created on first save).
     :param format: ``"json"`` or ``"yaml"`` for the primary; default: the existing primary's, else JSON.
     :param keep: how many generations ``history/`` keeps, the current one included (at least 1).
-    :param agent_id: default: the previous generation's, else the directory name.
-    :param thread_id: default: the previous generation's, else the directory name.
+    :param agent_id: default: the previous generation's, else the thread_id given, else the directory name.
+    :param thread_id: default: the previous generation's (another is refused), else the directory name.
     :param algorithm: the seal's digest (see :data:`handoff_files.format.seal.DEFAULT_ALGORITHM`).
     :param lock_timeout: seconds to wait for another writer (0: fail at once if one holds the lock).
     :param on_lock_wait: called with a :class:`~handoff_files.foundation.lock.LockWait` (who holds the

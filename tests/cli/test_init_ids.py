@@ -48,3 +48,16 @@ def test_run_in_such_a_folder_says_to_init_it_with_ids_first(tmp_path: Path, sub
     assert f"`handoff init {shlex.quote(str(thread))} --thread-id ID`" in done.stderr, done.stderr
     assert "thread_id=" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_save_with_another_thread_id_into_an_existing_thread_names_the_thread_id(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    thread = tmp_path / "my threads" / "日本語スレッド"
+    content = tmp_path / "c.json"
+    content.write_text(json.dumps(CONTENT), encoding="utf-8")
+    assert handoff("save", thread, content, "--thread-id", "jp-thread", env=subprocess_env).returncode == 0
+    done = handoff("save", thread, content, "--thread-id", "different", env=subprocess_env)
+    assert done.returncode == 1
+    assert "thread id is 'jp-thread', not 'different'" in done.stderr, done.stderr
+    assert "agent" not in done.stderr
