@@ -363,10 +363,10 @@ def cmd_log(args: argparse.Namespace) -> str:
         from handoff_files.cli.commands_history import follow  # noqa: PLC0415 -- only --follow loops
 
         return follow(args, journal, entries, problems)
-    entries = recent(entries, since=args.since, last=args.lines)
+    shown = recent(entries, since=args.since, last=args.lines)
     if args.json:
-        return to_json({"entries": [e.brief() for e in entries], "problems": problems})
-    return timeline(entries, problems)
+        return to_json({"entries": [e.brief() for e in shown], "problems": problems})
+    return timeline(shown, problems, among=entries)
 
 
 def cmd_run(args: argparse.Namespace) -> str:

@@ -261,12 +261,16 @@ def findings_report(findings: Iterable[Finding], *, term: Terminal | None = None
     return "\n".join(lines) + "\n"
 
 
-def timeline(entries: Iterable[Entry], problems: Iterable[str], *, term: Terminal | None = None) -> str:
+def timeline(
+    entries: Iterable[Entry], problems: Iterable[str], *, among: Iterable[Entry] = (), term: Terminal | None = None
+) -> str:
     """Render the journal as a readable timeline, oldest first, and what was damaged.
 
     Times are UTC, ending in ``Z`` as the journal writes them. A journal-first save's "document"
     line (its whole sealed generation) is left out: the "saved" line after it stands for the save.
 
+    :param among: the whole journal, when *entries* are the lines a window picked from it: none
+        picked from a journal that holds some is not an empty journal.
     :param term: where it goes (default: :func:`terminal`): the width it is wrapped to.
     """
     from handoff_files.thread.journal import DOCUMENT  # noqa: PLC0415 -- the log command has loaded it already
@@ -282,7 +286,12 @@ def timeline(entries: Iterable[Entry], problems: Iterable[str], *, term: Termina
         lines += fit(f"{when}  {e.event:<{event_width}}  {generation:<{save_width}}  ", e.summary, t)
     for problem in problems:
         lines += fit("note: ", problem, t, "  ")
-    return "\n".join(lines) + "\n" if lines else "(the journal is empty)\n"
+    if lines:
+        return "\n".join(lines) + "\n"
+    held = sum(e.event != DOCUMENT for e in among)
+    if not held:
+        return "(the journal is empty)\n"
+    return f"(no line matches: the journal holds {held} line{'s' if held > 1 else ''})\n"
 
 
 def request_table(
