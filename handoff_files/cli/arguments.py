@@ -17,25 +17,26 @@ OUTPUT_RULE: Final = (
 )
 
 
-def count(text: str) -> int:
-    """An argument that counts something: a whole number, 0 or more."""
+def _whole(text: str, least: int, expected: str) -> int:
+    """A whole number, *least* or more; any other text is refused in one wording, *expected*."""
     try:
         value = int(text)
     except ValueError:
-        value = -1
-    if value < 0:
-        msg = f"expected a whole number, 0 or more, not {text!r}"
+        value = least - 1
+    if value < least:
+        msg = f"expected {expected}, not {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return value
+
+
+def count(text: str) -> int:
+    """An argument that counts something: a whole number, 0 or more."""
+    return _whole(text, 0, "a whole number, 0 or more")
 
 
 def positive(text: str) -> int:
     """An argument numbering something from 1 (a generation)."""
-    value = count(text)
-    if value == 0:
-        msg = "expected a whole number from 1"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+    return _whole(text, 1, "a whole number from 1")
 
 
 def _finite(text: str, *, zero: bool) -> float:
@@ -94,11 +95,7 @@ def budget(text: str) -> int:
     """A briefing's budget in characters: at least the smallest a briefing fits in."""
     from handoff_files.uptake.briefing import MIN_BUDGET  # noqa: PLC0415 -- the command imports it anyway
 
-    value = count(text)
-    if value < MIN_BUDGET:
-        msg = f"a briefing needs at least {MIN_BUDGET} characters, not {value}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+    return _whole(text, MIN_BUDGET, f"a whole number of characters, {MIN_BUDGET} or more")
 
 
 def wait(text: str) -> float:

@@ -39,7 +39,7 @@ def test_brief_refuses_a_budget_too_small_and_an_empty_thread(
     with pytest.raises(SystemExit) as usage:
         main(["brief", str(thread), "--budget", "10"])
     assert usage.value.code == 2
-    assert "argument --budget: a briefing needs at least 1000 characters, not 10" in capsys.readouterr().err
+    assert "argument --budget: expected a whole number of characters, 1000 or more, not '10'" in capsys.readouterr().err
     HandoffStore(tmp_path / "empty").init()
     assert main(["brief", str(tmp_path / "empty")]) == 1
     one_error_line(capsys.readouterr().err, "nothing saved here yet")
