@@ -11,7 +11,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from handoff_files.cli.agents_parser import Add, add_agent_commands
 from handoff_files.cli.arguments import OUTPUT_RULE, agent, count, keep, positive, seconds, thread_id, wait
@@ -24,6 +24,9 @@ from handoff_files.cli.lazy import handler as _handler
 from handoff_files.cli.transfer_parser import add_transfer_commands
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 __all__ = ["build_parser", "main"]
 
@@ -42,12 +45,27 @@ _JSON_HELP: Final = "print machine-readable JSON (docs/cli-json.md)"
 _KEEP: Final = 10
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that help, usage and version text that cannot be written is a failure."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse ignores an OSError here: `handoff --help > /dev/full` would exit 0 having printed nothing
+        out = file or sys.stderr
+        try:
+            out.write(message)
+            getattr(out, "flush", lambda: None)()
+        except OSError:
+            if out is sys.stdout:
+                raise  # main says the output could not be written, exit 1
+            # a usage error that cannot be told on stderr: its exit code, 2, still says it
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: one subcommand per library verb.
 
     :returns: a parser whose namespaces carry ``func``, the handler to call with them.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="handoff",
         description="Sealed five-layer handoff files: save, show, validate and seal an agent's handoffs.",
     )

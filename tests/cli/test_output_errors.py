@@ -189,3 +189,22 @@ def test_o_replacing_a_file_keeps_its_mode(thread: Path, subprocess_env: dict[st
     fresh = thread.parent / "fresh.bin"
     assert _export_context(thread, fresh, subprocess_env).returncode == 0
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600, "a new file is private, as every file handoff writes"
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--help"], id="help"),
+        pytest.param(["show", "--help"], id="command-help"),
+        pytest.param(["--version"], id="version"),
+    ],
+)
+def test_help_to_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(
+    subprocess_env: dict[str, str], argv: list[str]
+) -> None:
+    done = _to_full(argv, subprocess_env)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1
+    assert "cannot write the output" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
