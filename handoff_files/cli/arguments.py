@@ -7,7 +7,18 @@ import math
 import re
 from typing import Final
 
-__all__ = ["OUTPUT_RULE", "agent", "budget", "count", "keep", "positive", "seconds", "thread_id", "wait"]
+__all__ = [
+    "OUTPUT_RULE",
+    "agent",
+    "assignment",
+    "budget",
+    "count",
+    "keep",
+    "positive",
+    "seconds",
+    "thread_id",
+    "wait",
+]
 
 
 #: What ``-o FILE`` does with what FILE is (docs/protocols.md, "Output a person names"): said in each -o's help.
@@ -96,6 +107,14 @@ def budget(text: str) -> int:
     from handoff_files.uptake.briefing import MIN_BUDGET  # noqa: PLC0415 -- the command imports it anyway
 
     return _whole(text, MIN_BUDGET, f"a whole number of characters, {MIN_BUDGET} or more")
+
+
+def assignment(text: str) -> str:
+    """``set``'s KEY=VALUE (or KEY+=VALUE): its form only, a usage error; the library checks the key and value."""
+    if "=" not in text:
+        msg = f"{text!r} is not KEY=VALUE (or KEY+=VALUE to append), e.g. state.data.ported=12"
+        raise argparse.ArgumentTypeError(msg)
+    return text
 
 
 def wait(text: str) -> float:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from handoff_files.cli.arguments import assignment
+
 if TYPE_CHECKING:
     from handoff_files.thread.handedit import EditOutcome
     from handoff_files.thread.results import SaveReceipt
@@ -48,6 +50,7 @@ def register(add: Add) -> None:
     p.add_argument(
         "assignments",
         nargs="+",
+        type=assignment,
         metavar="KEY=VALUE",
         help="e.g. state.data.ported=12, narrative='…', 'state.active_tasks+=port the rest', priorities.0.task=tidy",
     )
