@@ -109,9 +109,12 @@ class ThreadSettings:
             a *format* that is not the existing primary's.
         :raises InvalidNameError: if an id given is invalid, or the directory holds no thread yet, is
             given no ids, and no id can be made from its name.
-        :raises HandoffError: if the directory holds both primaries, or cannot be searched.
+        :raises HandoffError: if the directory is a file, holds both primaries, or cannot be searched.
         """
         path = layout.path
+        if path.exists() and not path.is_dir():
+            msg = "is not a directory: give the thread's directory"  # as `handoff run` has always said
+            raise HandoffError(path, msg)
         if keep < 1:
             msg = f"keep must be 1 or more (history/ holds the current generation too), not {keep}"
             raise HandoffValidationError(path, msg)
