@@ -155,10 +155,12 @@ def cmd_init(args: argparse.Namespace) -> str:
 def cmd_save(args: argparse.Namespace) -> str:
     """``handoff save DIR [FILE]``."""
     from handoff_files.format.codec import parse  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.format.content import layers_of  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.store import HandoffStore  # noqa: PLC0415 -- imported per command: start-up cost
 
     data, name = read_input(args.file)
-    receipt = HandoffStore(args.dir, format=args.format, **lock_options(args)).save(parse(data, name))
+    layers = layers_of(parse(data, name), Path(name))  # checked here, so a field not allowed names FILE
+    receipt = HandoffStore(args.dir, format=args.format, **lock_options(args)).save(layers)
     return _receipt(receipt, args, "saved")
 
 
