@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.hooks.event import HookEvent, parse_event
 from handoff_files.hooks.formats import (
@@ -119,7 +120,8 @@ def _uptake_missing(store: HandoffStore, event: HookEvent, thread: Path) -> str 
         return None
     told = (
         f"the session never acknowledged its briefing of generation {log.briefed} with the code it ended with "
-        f"(the handoff_acknowledge tool, or `handoff acknowledge {thread} CODE`): did the model read it?"
+        f"(the handoff_acknowledge tool, or {suggest('handoff', 'acknowledge', thread, 'CODE')}): "
+        "did the model read it?"
     )
     record(store, event, f"{event.who} session did not acknowledge its briefing of generation {log.briefed}",
            unacknowledged=log.briefed)  # fmt: skip
@@ -159,7 +161,8 @@ def _context(thread: Path) -> tuple[str, str | None, int | None]:
     if briefing is None:
         fresh = (
             f"No handoff has been saved to {thread} yet: nothing was left for this session. Before you stop, save "
-            f"one with the handoff_save tool (or `handoff save {thread} FILE`): the five layers — state, "
+            f"one with the handoff_save tool (or {suggest('handoff', 'save', thread, 'FILE')}): "
+            "the five layers — state, "
             "narrative, decisions, priorities, warnings — that whoever continues this work needs.\n"
         )
         return fresh, None, None
@@ -168,7 +171,7 @@ def _context(thread: Path) -> tuple[str, str | None, int | None]:
             briefing.text,
             (
                 f"the briefing was given without an acknowledgement code: the acknowledgement key is damaged "
-                f"(`handoff brief {thread}` says why)"
+                f"({suggest('handoff', 'brief', thread)} says why)"
             ),
             None,
         )
@@ -202,7 +205,7 @@ def _unrestorable(thread: Path, exc: HandoffError) -> str:
     return (
         f"The handoff thread {thread} holds a previous session's work, but it could not be restored: "
         f"{_line(str(exc))}. Do not start as if nothing was done before: tell the user, and run "
-        f"`handoff doctor {thread}` to see what can be recovered.\n"
+        f"{suggest('handoff', 'doctor', thread)} to see what can be recovered.\n"
     )
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from handoff_files.foundation.clock import iso_z, utc_now
+from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, NoHandoffError
 from handoff_files.hooks.event import HookEvent
 from handoff_files.hooks.sessions import read_session, record
@@ -109,7 +110,8 @@ def _ask(
         return None  # not remembered: asking now could mean asking again at the next stop
     return (
         f"No handoff has been saved to {thread} since this session started ({iso_z(started, timespec='seconds')}), "
-        f"and {why}. Before you stop, save one with the handoff_save tool (or `handoff save {thread} FILE`): "
+        f"and {why}. Before you stop, save one with the handoff_save tool "
+        f"(or {suggest('handoff', 'save', thread, 'FILE')}): "
         "the five layers — state, narrative, decisions, priorities, warnings — that whoever continues this work "
         "needs. Then stop; this session will not be asked again."
     )
