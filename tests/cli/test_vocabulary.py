@@ -68,7 +68,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 def _positionals(parser: argparse.ArgumentParser) -> list[str]:
     return [
-        action.metavar or action.dest
+        action.metavar if isinstance(action.metavar, str) else action.dest
         for action in parser._actions
         if not action.option_strings and not isinstance(action, argparse._SubParsersAction)
     ]
