@@ -29,7 +29,7 @@ from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import DEFAULT_KEEP, list_history
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir, ThreadFolder
-from handoff_files.thread.notes import check_note
+from handoff_files.thread.notes import check_note, ever_saved
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
 from handoff_files.thread.trust import remember_created
@@ -255,7 +255,7 @@ class HandoffStore:
         layers = layers_of(content, self.path)
         self.init()
         with self.locked():
-            found = self.holdings()
+            found = self.holdings() if ever_saved(self.layout) else []  # init's "created" line is no save
             if found:
                 msg = f"already holds a thread ({', '.join(found)}); adopt into a new, empty directory"
                 raise TransferRefusedError(self.path, msg)
