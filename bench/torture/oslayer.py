@@ -492,8 +492,10 @@ class Recorder(Layer):
 
     def _on_exchange(self, call: Call, real: Callable[..., Any]) -> Any:
         first, second = (self._relative(path) for path in call.args[:2])
+        if first is None and second is None:  # wholly outside (the user's trust record): not the thread's
+            return real(*call.args, **call.kwargs)
         if first is None or second is None:
-            msg = f"an exchange outside the traced root is not modelled: {call.args[:2]}"
+            msg = f"an exchange across the traced root's edge is not modelled: {call.args[:2]}"
             raise RuntimeError(msg)
         inodes = self.tree.get(first), self.tree.get(second)
         result = real(*call.args, **call.kwargs)  # raises (and logs nothing) when a name is missing

@@ -112,7 +112,12 @@ class ThreadSettings:
         :raises HandoffError: if the directory is a file, holds both primaries, or cannot be searched.
         """
         path = layout.path
-        if path.exists() and not path.is_dir():
+        try:
+            not_a_folder = path.exists() and not path.is_dir()
+        except OSError as exc:  # a fault while looking is an error naming the thread, never a bare OSError
+            msg = f"cannot look at the thread's directory: {exc.strerror or exc}"
+            raise HandoffError(path, msg) from exc
+        if not_a_folder:
             msg = "is not a directory: give the thread's directory"  # as `handoff run` has always said
             raise HandoffError(path, msg)
         if keep < 1:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +83,20 @@ def test_the_same_generation_gives_the_same_briefing(thread_dir: Path) -> None:
     assert brief(store.restore()) == brief(HandoffStore(thread_dir).restore())
 
 
+@pytest.fixture
+def short_thread_dir() -> Iterator[Path]:
+    """A thread at a short path: the briefing repeats its path in the commands it names, so a long
+    temp path (pytest-xdist's adds ``popen-gwN``) would eat the smallest budget before any layer."""
+    folder = Path(tempfile.mkdtemp(prefix="b", dir="/tmp"))
+    try:
+        yield folder / "thread-1"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("budget", [MIN_BUDGET, 1200, 2000, 4000])
-def test_a_long_handoff_fits_the_budget_and_names_what_it_left_out(thread_dir: Path, budget: int) -> None:
+def test_a_long_handoff_fits_the_budget_and_names_what_it_left_out(short_thread_dir: Path, budget: int) -> None:
+    thread_dir = short_thread_dir
     layers = _layers(narrative="The long story of the parser. " * 400, tasks=60)
     briefing = brief(_saved(thread_dir, layers).restore(), budget=budget)
     assert len(briefing.text) <= budget
