@@ -22,6 +22,7 @@ agree too, but would tie each hook to one folder on one machine. A thread given 
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import shlex
 from collections.abc import Callable
@@ -270,7 +271,8 @@ def _json(text: str, path: Path) -> dict[str, Any]:
 
 
 def _wrong(path: Path, where: str, found: Any, wanted: str) -> HandoffValidationError:
-    msg = f"{where} is a {type(found).__name__}, not {wanted}; fix it by hand, then install again"
+    what = "null" if found is None else f"a {type(found).__name__}"
+    msg = f"{where} is {what}, not {wanted}; fix it by hand (or remove it), then install again"
     return HandoffValidationError(path, msg)
 
 
@@ -278,18 +280,20 @@ def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent, words: list[st
     added: list[str] = []
     kept: list[str] = []
     if plan.hooks_shape == "flat":
-        version = _json(text, path).get("version")
-        if version is None:
+        document = _json(text, path)
+        version = document.get("version")
+        if "version" not in document:
             text = jsonedit.add_member(text, (), "version", 1)
             added.append("version: 1")
         elif version != 1:
-            msg = f'"version" is {version!r}; this install writes version 1 hooks, so it leaves the file alone'
+            msg = f'"version" is {json.dumps(version)}; this install writes version 1 hooks, so it leaves the file alone'
             raise HandoffValidationError(path, msg)
     for entry in plan.hooks:
         body = entry.body()
         item = body if plan.hooks_shape == "flat" else {"hooks": [body]}
-        hooks = _json(text, path).get("hooks")
-        if hooks is None:
+        document = _json(text, path)
+        hooks = document.get("hooks")
+        if "hooks" not in document:  # a "hooks": null is there: refused below, never replaced
             text = jsonedit.add_member(text, (), "hooks", {entry.event: [item]})
         elif not isinstance(hooks, dict):
             raise _wrong(path, '"hooks"', hooks, "an object")
@@ -329,7 +333,7 @@ def _merge_server(
             raise HandoffParseError(path, msg) from exc
         where = "mcp_servers"
     else:
-        servers = _json(text, path).get("mcpServers", {})
+        servers = _json(text, path).get("mcpServers", {})  # "mcpServers": null is refused below
         where = "mcpServers"
     if not isinstance(servers, dict):
         raise _wrong(path, where, servers, "a table of servers" if form == "toml" else "an object")
