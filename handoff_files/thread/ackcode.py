@@ -12,12 +12,12 @@ import hashlib
 import hmac
 from typing import Final
 
-from handoff_files.format import seal as sealing
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import WrongCodeError
 from handoff_files.foundation.secret import ack_key
 from handoff_files.thread import recovery
+from handoff_files.thread.ackproof import identity
 from handoff_files.thread.results import Acknowledgement, Restored
 from handoff_files.thread.settings import ThreadSettings
 
@@ -31,11 +31,7 @@ def code_for(handoff: Handoff) -> str:
 
     :raises HandoffError: if the acknowledgement key cannot be read or made.
     """
-    if handoff.seal is not None:
-        identity = f"{handoff.seal.algorithm}:{handoff.seal.digest}"
-    else:  # an older version, migrated in memory: its content stands in for the seal
-        identity = sealing.digest(sealing.canonical(handoff.model_dump(mode="json")), "sha256")
-    message = f"{handoff.agent_id}\n{handoff.thread_id}\n{handoff.generation}\n{identity}".encode()
+    message = f"{handoff.agent_id}\n{handoff.thread_id}\n{handoff.generation}\n{identity(handoff)}".encode()
     mac = hmac.new(ack_key(), message, hashlib.sha256).digest()
     text = base64.b32encode(mac).decode("ascii")[:_LENGTH]
     return f"{text[:4]}-{text[4:]}"

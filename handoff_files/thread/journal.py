@@ -193,11 +193,10 @@ class Journal:
         before_rotate: Callable[[], None] | None = None,
         document: dict[str, Any] | None = None,
         sync: bool = True,
+        at: str | None = None,
         **extra: Any,
     ) -> Entry:
-        """Append one event line durably; a torn last line left by a crash is cut off first.
-
-        Call while holding the writers' lock.
+        """Append one event line durably (the caller holds the writers' lock); a torn tail left by a crash is cut first.
 
         :param before_rotate: called before a rotation drops ``journal.1.jsonl`` (a journal-first
             store makes its files durable there, since older lines may be all that holds them).
@@ -206,10 +205,11 @@ class Journal:
             event line after it commits it; a reader parses the long line only when it needs it.
         :param sync: False skips the fdatasync: for a full save's line, whose generation is already
             durable in ``history/`` (a crash may lose the line, never the generation).
+        :param at: the line's time (default: now), for a line whose other fields cover it (a proof).
         :raises UncertainWriteError: if the lines were written but their flush failed.
         :raises HandoffWriteError: if the lines cannot be written.
         """
-        entry = Entry(event, iso_z(), generation, seal, " ".join(summary.split())[:300], extra)
+        entry = Entry(event, at or iso_z(), generation, seal, " ".join(summary.split())[:300], extra)
         line = _encode(entry.fields())
         if document is not None:
             held = Entry("document", entry.at, generation, seal, f"the whole sealed generation {generation}", {})

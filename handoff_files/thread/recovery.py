@@ -14,6 +14,7 @@ from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff
 from handoff_files.foundation.atomic import is_real_dir, write_durable
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, NoHandoffError
+from handoff_files.thread.ackproof import RESUMED, proof_fields
 from handoff_files.thread.journal import SAVE_EVENTS, Entry
 from handoff_files.thread.layout import MIRROR_NAME
 from handoff_files.thread.mirror import Mirror, mirror_bytes, read_mirror
@@ -198,7 +199,8 @@ def acknowledge(thread: ThreadSettings, restored: Restored, *, with_code: bool) 
     """Write the "resumed from generation N" journal line, and note the restore in state.json. Writes.
 
     Takes the writers' lock; the thread directory must exist. The code itself is never written:
-    the thread's files must not give it away.
+    the thread's files must not give it away. With the code, the line carries its proof instead
+    (:mod:`~handoff_files.thread.ackproof`).
 
     :param thread: the restored thread.
     :param restored: what the agent took in.
@@ -207,13 +209,18 @@ def acknowledge(thread: ThreadSettings, restored: Restored, *, with_code: bool) 
     """
     how = "acknowledged with the briefing's code" if with_code else "acknowledged without a code"
     with thread.lock.held():
+        at = iso_z()  # taken under the lock, so the lines' times keep their order
+        # with the code, the line proves it: a MAC under the per-user key, which a folder writer lacks
+        proof: dict[str, Any] = proof_fields(restored.handoff, at) if with_code else {}
         thread.journal.append(
-            "resumed",
+            RESUMED,
             generation=restored.generation,
             seal=str(restored.handoff.seal) if restored.handoff.seal else None,
             summary=f"resumed from generation {restored.generation} ({restored.source}), {how}",
+            at=at,
             source=restored.source,
             code="right" if with_code else "missing",
+            **proof,
         )
         try:
             mirror = read_mirror(thread.layout.mirror)
