@@ -286,7 +286,8 @@ def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent, words: list[st
             text = jsonedit.add_member(text, (), "version", 1)
             added.append("version: 1")
         elif version != 1:
-            msg = f'"version" is {json.dumps(version)}; this install writes version 1 hooks, so it leaves the file alone'
+            found = json.dumps(version)
+            msg = f'"version" is {found}; this install writes version 1 hooks, so it leaves the file as it is'
             raise HandoffValidationError(path, msg)
     for entry in plan.hooks:
         body = entry.body()
