@@ -4,56 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import pytest
 
 from handoff_files import HandoffStore
 from handoff_files.thread.journal import Journal
-from tests.conftest import ROOT
-
-mcp = pytest.importorskip("mcp", reason="the [mcp] extra is part of the test extras")
-from mcp import Client, StdioServerParameters  # noqa: E402
-
-_T = TypeVar("_T")
-
-LAYERS: dict[str, Any] = {
-    "narrative": "Ported the importer's date parsing; the tests for it pass.",
-    "priorities": [
-        {"task": "port the CSV reader", "urgency": "primary"},
-        {"task": "rerun the failing test", "urgency": "first"},
-    ],
-    "warnings": [{"text": "old data is in local time", "severity": "high"}],
-    "decisions": [{"decision": "keep the old parser for 1.x", "reason": "users pin it", "status": "deferred"}],
-    "state": {"active_tasks": ["CSV reader"], "data": {"ported": 12}},
-}
-
-
-def server(*args: str) -> StdioServerParameters:
-    """`python -m handoff_files mcp ARGS` as the client starts it (its environment is passed explicitly)."""
-    import os
-
-    env = {"PYTHONPATH": str(ROOT), "HANDOFF_FILES_KEY": os.environ["HANDOFF_FILES_KEY"]}
-    return StdioServerParameters(command=sys.executable, args=["-m", "handoff_files", "mcp", *args], env=env)
-
-
-def talk(params: StdioServerParameters, session: Callable[[Client], Awaitable[_T]]) -> _T:
-    """Start the server, run *session* with a connected client, and close it."""
-
-    async def main() -> _T:
-        with anyio.fail_after(60):
-            async with Client(params) as client:
-                return await session(client)
-
-    return anyio.run(main)
-
-
-def text(result: Any) -> str:
-    return "".join(block.text for block in result.content if block.type == "text")
+from tests.mcp_server.helpers import LAYERS, Client, server, talk, text
 
 
 def test_the_tools_are_listed_with_typed_parameters_and_descriptions(thread_dir: Path) -> None:
@@ -243,28 +202,36 @@ def test_a_budget_too_small_for_the_thread_says_which_it_needs(tmp_path: Path) -
     assert "needs a budget of at least" in text(result)
 
 
-def test_a_link_planted_under_the_root_is_refused_and_nothing_is_written_through_it(tmp_path: Path) -> None:
-    root, blobs, outside = tmp_path / "threads", tmp_path / "blobs", tmp_path / "outside"
+@pytest.mark.parametrize(
+    "occupied", [pytest.param(False, id="empty-elsewhere"), pytest.param(True, id="unrelated-folder")]
+)
+def test_a_link_planted_under_the_root_is_refused_and_nothing_is_written_through_it(
+    tmp_path: Path, *, occupied: bool
+) -> None:
+    # issue 20 item 8: R/link -> /elsewhere, handoff_save thread="link" wrote into /elsewhere
+    root, blobs, outside = tmp_path / "threads", tmp_path / "blobs", tmp_path / "elsewhere"
     HandoffStore(root / "alpha").save(LAYERS)
     outside.mkdir()
-    (outside / "sentinel.txt").write_text("keep me\n")
-    (root / "planted").symlink_to(outside)
+    if occupied:
+        (outside / "sentinel.txt").write_text("keep me\n")
+    (root / "link").symlink_to(outside)
     before = sorted(outside.iterdir())
 
     async def session(client: Client) -> dict[str, Any]:
         save = {key: LAYERS[key] for key in ("narrative", "priorities")}
-        out = {"save": await client.call_tool("handoff_save", {**save, "thread": "planted"})}
-        out["restore"] = await client.call_tool("handoff_restore", {"thread": "planted"})
-        out["acknowledge"] = await client.call_tool("handoff_acknowledge", {"code": "x", "thread": "planted"})
+        out = {"save": await client.call_tool("handoff_save", {**save, "thread": "link"})}
+        out["restore"] = await client.call_tool("handoff_restore", {"thread": "link"})
+        out["acknowledge"] = await client.call_tool("handoff_acknowledge", {"code": "x", "thread": "link"})
         descriptor = (await client.call_tool("handoff_checkpoint", {"thread": "alpha"})).structured_content
         assert descriptor is not None
-        arguments = {"descriptor": descriptor["descriptor"], "new_thread": "planted"}
+        arguments = {"descriptor": descriptor["descriptor"], "new_thread": "link"}
         out["adopt"] = await client.call_tool("adopt_checkpoint", arguments)
         return out
 
     out = talk(server("--root", str(root), "--blobs", str(blobs)), session)
     for tool, result in out.items():
         assert result.is_error, tool
-        assert f"{root / 'planted'}: is a symbolic link" in text(result), (tool, text(result))
+        assert f"{root / 'link'}: is a symbolic link" in text(result), (tool, text(result))
     assert sorted(outside.iterdir()) == before
-    assert (outside / "sentinel.txt").read_text() == "keep me\n"
+    if occupied:
+        assert (outside / "sentinel.txt").read_text() == "keep me\n"
