@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.run.restart import AckWatch
+from handoff_files.thread.ackproof import claim
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.results import Restored
 
@@ -16,7 +17,9 @@ class AckCheck:
     """Looks for a new "resumed" line of the restored generation (or a newer one) after a start.
 
     A line without the briefing's code (the agent called ``acknowledge()`` without reading its
-    briefing, or before codes existed) counts unless *require_code*; either way it is reported.
+    briefing, or before codes existed) counts unless *require_code*; either way it is reported. A line
+    that claims the code counts with it only if its proof checks (:mod:`~handoff_files.thread.ackproof`):
+    one a writer of the folder made or copied is reported as such and counts as one without the code.
     Each problem is told once: the supervisor looks every poll, a person needs to hear it once.
 
     :param journal: the thread's journal, before the agent starts.
@@ -55,17 +58,24 @@ class AckCheck:
                 f"{self.restored.generation} that was restored for it: that is not its context"
             )
             return False
-        if entry.extra.get("code") != "right":
-            if self.require_code:
-                self._tell(
-                    f"the agent acknowledged generation {generation} without its briefing's code (did it read "
-                    "it?): not counted, the run requires the code"
+        proved = claim(entry, thread_id=self.restored.handoff.thread_id)
+        if proved != "proven":
+            if proved == "forged":
+                why = (
+                    f"a resumed line of generation {generation} claims the code but its proof does not check "
+                    "(written by hand, or copied from another thread, generation or moment)"
                 )
+                counted = f"{why}: counted as acknowledged without the code"
+            else:
+                why = f"the agent acknowledged generation {generation} without its briefing's code (did it read it?)"
+                counted = (
+                    f"the agent acknowledged its context: resumed from generation {generation}, but without its "
+                    "briefing's code (did it read it?)"
+                )
+            if self.require_code:
+                self._tell(f"{why}: not counted, the run requires the code")
                 return False
-            self.report(
-                f"the agent acknowledged its context: resumed from generation {generation}, but without its "
-                "briefing's code (did it read it?)"
-            )
+            self.report(counted)
             return True
         self.with_code = True
         self.report(f"the agent acknowledged its context: resumed from generation {generation} with the code")
