@@ -1,13 +1,13 @@
-"""SW4RM's Agent, its handoff side: describe, initiate and receive handoffs through the compat client."""
+"""SW4RM's Agent: its lifecycle (inherited) and its handoffs through the compat client."""
 
 from __future__ import annotations
 
 import logging
-from enum import IntEnum
-from typing import Final, TypeAlias
+from typing import TypeAlias
 
 from handoff_files.compat.sw4rm_client import HandoffClient
 from handoff_files.compat.sw4rm_context import HandoffContext, deserialize_context, serialize_context
+from handoff_files.compat.sw4rm_lifecycle import AgentState, Lifecycle
 from handoff_files.compat.sw4rm_types import HANDOFF_ID_KEY, HandoffRequest, HandoffResponse
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError, InvalidTransitionError
 from handoff_files.inbox.request import MAX_REASON
@@ -22,33 +22,30 @@ Decision: TypeAlias = HandoffResponse | bool | str | None
 logger = logging.getLogger(__name__)
 
 
-class AgentState(IntEnum):
-    """The states this agent moves through, with SW4RM's numbers and names.
+class Agent(Lifecycle):
+    """An agent as SW4RM's ``sw4rm.runtime.agent.Agent`` (sw4rm-sdk 0.6.0) shapes it: lifecycle and handoffs.
 
-    SW4RM's agent has nine more (RUNNING, WAITING, SUSPENDED …) for its scheduler; none of
-    them bears on a handoff, so they are not modelled here.
-    """
-
-    INITIALIZING = 0
-    RUNNABLE = 1
-    SCHEDULED = 2
-
-
-# each move this shape knows: from the one state it is allowed in
-_FROM: Final = {AgentState.RUNNABLE: AgentState.INITIALIZING, AgentState.SCHEDULED: AgentState.RUNNABLE}
-_VERB: Final = {AgentState.RUNNABLE: "start", AgentState.SCHEDULED: "schedule"}
-
-
-class Agent:
-    """An agent as SW4RM's ``sw4rm.runtime.agent.Agent`` shapes it, for its handoffs.
-
+    Lifecycle: SW4RM's thirteen states with its numbers, its moves and hooks, and cooperative
+    preemption, from :class:`~handoff_files.compat.sw4rm_lifecycle.Lifecycle`. The state is kept
+    in memory only, as SW4RM keeps it: it is not persisted in a thread. The message hooks
+    (``on_message``, ``on_tool_call``, ``on_hitl``, ``on_control``) are there to override and to
+    call; nothing here delivers messages (SW4RM's agent opens no connection either).
     Sending: :meth:`initiate_handoff` snapshots :meth:`get_handoff_context` and requests the
     handoff through a :class:`~handoff_files.compat.sw4rm_client.HandoffClient`, as SW4RM's does.
     Receiving: SW4RM only declares :meth:`on_handoff_request` and :meth:`on_handoff_received`
     for subclasses to override; :meth:`receive_handoffs` is what calls them, for each request
-    pending for this agent: decide, claim, hand over the context, complete. So a subclass
-    written for SW4RM runs unchanged, in memory or, with ``HANDOFF_INBOX`` set (or a client on an
-    inbox given), on a handoff inbox shared by every process using that directory.
+    pending for this agent: decide, claim, hand over the context, complete. It leaves the
+    lifecycle state as it is.
+
+    A subclass written for SW4RM's agent, importing these names instead, runs unchanged while it
+    moves in the order SW4RM allows, in memory or, with ``HANDOFF_INBOX`` set (or a client on an
+    inbox given), on a handoff inbox shared by every process using that directory. What differs:
+    a move out of order raises :class:`~handoff_files.foundation.errors.InvalidTransitionError`
+    (a ``ValueError``), not SW4RM's ``StateTransitionError``, and raises before any hook runs or
+    any field changes; ``start``, ``complete_recovery`` and ``fail_recovery`` move only from the
+    one state SW4RM documents for them; :class:`AgentState` is an ``IntEnum`` (SW4RM's
+    ``AgentState.name(n)`` is ``AgentState(n).name`` here); bad arguments (an empty task id, a
+    failure reason that is not a string) are refused.
 
     Errors are :class:`~handoff_files.foundation.errors.HandoffError` subclasses whose path is
     ``<agent AGENT_ID>`` (or, for what the client refuses, the inbox): a move out of order is an
@@ -73,82 +70,19 @@ class Agent:
             raise HandoffValidationError(where, msg)
         self._where = where
         self._client = client
-        self._state = AgentState.INITIALIZING
-        self._current_task_id: str | None = None
+        super().__init__()
         #: What the last :meth:`receive_handoffs` listing skipped (damaged requests, missing contexts).
         self.problems: tuple[HandoffError, ...] = ()
 
     def __repr__(self) -> str:
         return f"Agent(id={self.agent_id!r}, name={self.name!r}, state={self.state_name})"
 
-    # -- state ---------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> AgentState:
-        """The current state (an int, as SW4RM's, so it compares equal to SW4RM's constants)."""
-        return self._state
-
-    @property
-    def state_name(self) -> str:
-        """The current state's name: ``"INITIALIZING"``, ``"RUNNABLE"`` or ``"SCHEDULED"``."""
-        return self._state.name
-
-    @property
-    def current_task_id(self) -> str | None:
-        """The task :meth:`schedule` assigned, or None."""
-        return self._current_task_id
-
     @property
     def client(self) -> HandoffClient:
         """The client the next call uses: the one given, or a new ``HandoffClient()``."""
         return self._client if self._client is not None else HandoffClient()
 
-    def start(self) -> None:
-        """INITIALIZING → RUNNABLE: the agent is ready for work; :meth:`on_startup` runs first.
-
-        :raises InvalidTransitionError: if the agent has already started.
-        """
-        self._check_move(AgentState.RUNNABLE)
-        self.on_startup()
-        self._move(AgentState.RUNNABLE)
-
-    def schedule(self, task_id: str) -> None:
-        """RUNNABLE → SCHEDULED with *task_id*, then :meth:`on_scheduled`.
-
-        The task id is set only if the move is allowed (SW4RM's sets it first, even when the move fails).
-
-        :raises HandoffValidationError: if *task_id* is not a non-empty string.
-        :raises InvalidTransitionError: if the agent is not RUNNABLE.
-        """
-        _check_text(task_id, "task_id", self._where)
-        self._check_move(AgentState.SCHEDULED)
-        self._current_task_id = task_id
-        self._move(AgentState.SCHEDULED)
-        self.on_scheduled(task_id)
-
-    def _check_move(self, new: AgentState) -> None:
-        allowed = _FROM[new]
-        if self._state is not allowed:
-            msg = (
-                f"cannot {_VERB[new]} agent {self.agent_id}: it is {self.state_name}, not {allowed.name}; "
-                f"only a {allowed.name} agent can become {new.name}"
-            )
-            raise InvalidTransitionError(self._where, msg)
-
-    def _move(self, new: AgentState) -> None:
-        old, self._state = self._state, new
-        self.on_state_change(old, new)
-
     # -- hooks, for subclasses -----------------------------------------------------------------
-
-    def on_startup(self) -> None:
-        """Called by :meth:`start` before the agent becomes RUNNABLE. Does nothing here."""
-
-    def on_scheduled(self, task_id: str) -> None:
-        """Called by :meth:`schedule` once the agent is SCHEDULED with *task_id*. Does nothing here."""
-
-    def on_state_change(self, old_state: int, new_state: int) -> None:
-        """Called after every change of state, with the states before and after. Does nothing here."""
 
     def on_handoff_request(self, request: HandoffRequest) -> Decision:
         """Decide on a handoff another agent requests of this one; :meth:`receive_handoffs` calls it.

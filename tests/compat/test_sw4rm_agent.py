@@ -440,8 +440,8 @@ def test_start_and_schedule_call_sw4rms_lifecycle_hooks_in_order() -> None:
     agent = Watched("agent-1", "Watched")
     agent.start()
     agent.schedule("task-1")
-    assert events == [("startup", "INITIALIZING"), (0, 1), (1, 2), ("scheduled", "task-1", "SCHEDULED")]
-    assert agent.state == 2  # SW4RM's number for SCHEDULED
+    assert events == [("startup", "INITIALIZING"), (1, 2), (2, 3), ("scheduled", "task-1", "SCHEDULED")]
+    assert agent.state == 3  # SW4RM's number for SCHEDULED (INITIALIZING 1, RUNNABLE 2)
     assert repr(agent) == "Agent(id='agent-1', name='Watched', state=SCHEDULED)"
 
 
