@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from handoff_files.format.model import MAX_INT, MIN_INT, Id
+from handoff_files.format.model import MAX_DATA_DEPTH, MAX_INT, MAX_UINT, MIN_INT, Id
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.inbox.capabilities import CAPABILITY_PATTERN, check_capabilities
 from handoff_files.inbox.status import HandoffStatus
@@ -47,6 +48,27 @@ CAPABILITY_GATE: Final[RefusedBy] = "capability-gate"
 _HANDOFF_ID: Final = r"^[0-9a-f]{32}$"
 
 
+# A request file is parsed once, by the strict reader, and the value validated (not its bytes again,
+# by pydantic's JSON mode). Strict Python mode wants datetime, enum and tuple objects where JSON has
+# text and lists: those fields take the JSON forms, and nothing else the JSON mode refused.
+def _only(*kinds: type) -> BeforeValidator:
+    names = " or ".join("JSON text" if kind is str else kind.__name__ for kind in kinds)
+
+    def check(value: object) -> object:
+        if not isinstance(value, kinds):
+            msg = f"expected {names}, found {type(value).__name__}"
+            raise ValueError(msg)  # noqa: TRY004 -- pydantic turns ValueError into a validation error
+        return value
+
+    return BeforeValidator(check)
+
+
+_STATUS: Final = _only(str, HandoffStatus)
+_LIST: Final = _only(list, tuple)
+#: A moment in a request: an aware datetime, in a file ISO 8601 text with its zone (no bare number).
+Moment = Annotated[AwareDatetime, Field(strict=False), _only(str, dt.datetime)]
+
+
 class InboxRequest(BaseModel):
     """One handoff request as the inbox holds it (a frozen copy: changing the inbox never changes it).
 
@@ -64,16 +86,18 @@ class InboxRequest(BaseModel):
     to_agent: Id | None
     reason: Annotated[str, StringConstraints(max_length=MAX_REASON)]
     priority: Annotated[int, Field(ge=MIN_INT, le=MAX_INT)] = DEFAULT_PRIORITY
-    capabilities_required: tuple[Annotated[str, StringConstraints(pattern=CAPABILITY_PATTERN)], ...] = ()
+    capabilities_required: Annotated[
+        tuple[Annotated[str, StringConstraints(pattern=CAPABILITY_PATTERN)], ...], Field(strict=False), _LIST
+    ] = ()
     descriptor: Descriptor | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: AwareDatetime
-    expires_at: AwareDatetime | None = None
-    status: HandoffStatus
+    created_at: Moment
+    expires_at: Moment | None = None
+    status: Annotated[HandoffStatus, Field(strict=False), _STATUS]
     rejection_reason: Annotated[str, StringConstraints(max_length=MAX_REASON)] | None = None
-    accepted_at: AwareDatetime | None = None
-    rejected_at: AwareDatetime | None = None
-    completed_at: AwareDatetime | None = None
+    accepted_at: Moment | None = None
+    rejected_at: Moment | None = None
+    completed_at: Moment | None = None
     refused_by: RefusedBy | None = None
 
     def as_of(self, now: dt.datetime) -> InboxRequest:
@@ -149,16 +173,55 @@ def check_descriptor(
 
 
 def check_metadata(metadata: Mapping[str, Any] | None, where: str | os.PathLike[str]) -> dict[str, Any]:
-    """A JSON copy of *metadata* (an empty dict for None), refused unless it equals what was given."""
+    """A JSON copy of *metadata* (an empty dict for None), refused unless a request file holds it exactly.
+
+    :raises HandoffValidationError: naming the value at fault (``metadata.plan[2]``) and why: a key
+        that is not a string; an integer past 64 bits; NaN or Infinity; a lone surrogate; nesting
+        past :data:`~handoff_files.format.model.MAX_DATA_DEPTH`; anything not a JSON value (bytes,
+        a set, a tuple, an object).
+    """
     if metadata is None:
         return {}
-    try:
-        copied = json.loads(json.dumps(metadata, allow_nan=False)) if isinstance(metadata, Mapping) else None
-    except (TypeError, ValueError, RecursionError) as exc:
-        msg = f"metadata must be a JSON object: {exc}"
-        raise HandoffValidationError(where, msg) from exc
-    # json.dumps turns 1 into "1" and a tuple into a list: the copy must equal what was given
-    if not isinstance(copied, dict) or copied != metadata:
-        msg = "metadata must be a JSON object (string keys; strings, numbers, booleans, null, lists, objects)"
+    if not isinstance(metadata, Mapping):
+        msg = f"metadata must be a JSON object (a mapping with string keys), not {type(metadata).__name__}"
         raise HandoffValidationError(where, msg)
+    plain = dict(metadata)
+    fault = _json_fault(plain, "metadata", 1)
+    if fault is not None:
+        msg = f"{fault}; a request file holds JSON values only (strings, numbers, booleans, null, lists, objects)"
+        raise HandoffValidationError(where, msg)
+    copied: dict[str, Any] = json.loads(json.dumps(plain))  # checked first, so the copy is exact
     return copied
+
+
+def _json_fault(value: object, at: str, depth: int) -> str | None:  # noqa: PLR0911 -- one return per JSON type
+    """Where and why *value* is not a JSON value the request file holds exactly, or None if it is."""
+    if depth > MAX_DATA_DEPTH:
+        return f"{at} is nested deeper than {MAX_DATA_DEPTH} levels"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{at} has a key that is not a string but a {type(key).__name__}"
+            fault = _json_fault(key, f"{at} key {key[:40]!r}", depth)
+            if fault is None:
+                fault = _json_fault(item, f"{at}.{key[:40]}", depth + 1)
+            if fault is not None:
+                return fault
+        return None
+    if isinstance(value, list):
+        return next((f for i, item in enumerate(value) if (f := _json_fault(item, f"{at}[{i}]", depth + 1))), None)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{at} holds a lone surrogate, which UTF-8 cannot encode"
+        return None
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{at} is {value}, not a finite number (NaN and Infinity are not JSON)"
+    if isinstance(value, int):
+        # the value itself is not shown: a huge integer has more digits than str() will write
+        fits = MIN_INT <= value <= MAX_UINT
+        return None if fits else f"{at} is an integer of {value.bit_length()} bits, which does not fit in 64 bits"
+    return f"{at} is a {type(value).__name__}, not a JSON value"

@@ -80,8 +80,16 @@ class RequestFiles:
         if not isinstance(document, dict):
             msg = f"not a JSON object, as every request file is (torn, emptied or overwritten?); {_FIX}"
             raise HandoffParseError(path, msg)
+        if "refused_by" in document:
+            # the inbox never stores it (a request the gate refuses is never written): another hand did
+            msg = (
+                "carries refused_by, which the inbox never writes to a request file (a request the "
+                f"capability gate refuses is not stored), so it was not written by this library; {_FIX}"
+            )
+            raise HandoffValidationError(path, msg)
         try:
-            record = InboxRequest.model_validate_json(data)
+            # parsed once: the strict reader's value is validated, the bytes are not parsed again
+            record = InboxRequest.model_validate(document)
         except ValidationError as exc:
             msg = f"not a valid handoff request: {describe(exc)}; {_FIX}"
             raise HandoffValidationError(path, msg) from exc
