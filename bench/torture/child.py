@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
@@ -248,11 +248,12 @@ class Zygote:
     """The parent's handle on a fork server: start children, kill them, and collect what they printed.
 
     :param log: the file the server's and children's stderr goes to (appended to).
+    :param env: variables to set for the server and its children, over the parent's environment.
     """
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, *, env: Mapping[str, str] | None = None) -> None:
         self.log = log
-        env = dict(os.environ)
+        env = {**os.environ, **(env or {})}
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         with log.open("ab") as stderr:
             self.proc = subprocess.Popen(

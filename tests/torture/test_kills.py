@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from bench.torture.kill_checks import (
 )
 from handoff_files import HandoffStore, Restored, load
 from handoff_files.foundation.lock import writer_lock
+from handoff_files.thread.trust import TRUST_NAME
 
 SIZE = 1000
 OTHER_SEAL = "blake3:" + "0" * 64
@@ -422,6 +424,52 @@ def test_landed_refuses_a_kill_outside_the_planned_point(
     problem = syscalls.landed(point, child, log)
     assert problem is not None
     assert says in problem
+
+
+def test_landed_refuses_a_kill_whose_earlier_calls_were_not_the_planned_ones() -> None:
+    """The killed call looks like the planned one, but an entry before it differs: the plan drifted."""
+    point = syscalls.points_of(syscalls.SCENARIOS[1], syscalls.parse_trace(_DRY_RUN))[2]  # openat #2
+    log = _killed_log(
+        'openat(AT_FDCWD, "/w/thread/state.json", O_RDONLY) = 3',  # the dry run's first openat was the lock
+        'openat(AT_FDCWD, "/w/thread/history/.00000004.json.zz99yy88.tmp", O_RDWR|O_CREAT|O_EXCL, 0600 '
+        "<unfinished ...>) = ?",
+    )
+    problem = syscalls.landed(point, Child("c1", code=-9, begun=True), log)
+    assert problem is not None
+    assert "openat #1" in problem
+    assert "state.json" in problem
+
+
+def test_drift_names_the_first_call_where_two_dry_runs_part() -> None:
+    same = syscalls.parse_trace(_DRY_RUN.replace("ab12cd34", "zz99yy88").replace("c1", "c2"))
+    assert syscalls.drift(syscalls.parse_trace(_DRY_RUN), same) is None  # temp names, tags, pids: alike
+    # a record outside the thread (one more stat before the lock) shifts every later call
+    extra = 'newfstatat(AT_FDCWD, "/home/u/gone", 0x7ffd6f0e5d40, 0) = -1 ENOENT (No such file or directory)\n'
+    other = syscalls.parse_trace(_DRY_RUN.replace("101 openat", "101 " + extra + "101 openat", 1))
+    says = syscalls.drift(syscalls.parse_trace(_DRY_RUN), other)
+    assert says is not None
+    assert "call #1 of the save" in says
+    assert "/home/u/gone" in says
+
+
+def test_a_first_save_is_killed_where_planned_and_a_kill_one_call_off_is_refused(tmp_path: Path) -> None:
+    """The first save of a thread records it in the per-user trust record: the children's is private and reset.
+
+    Two dry runs agree, a kill lands on the planned call, and a kill one call early is refused.
+    """
+    row = Row("syscalls")
+    with syscalls.Job(_options(tmp_path, 0, "journal"), row) as job:
+        points = job.plan(syscalls.SCENARIOS[0])
+        assert any(TRUST_NAME in point.line for point in points), "the first save no longer records its thread"
+        # the last stat of the save: after the trust record outside the thread was read
+        point = [point for point in points if point.call == "newfstatat"][-1]
+        job.case(point)
+        assert row.ok, row.failures
+        assert (row.cases, row.kills) == (1, 1)
+        job.case(dataclasses.replace(point, offset=point.offset - 1))  # strace kills at the stat before it
+    assert (row.cases, row.kills) == (2, 1)
+    assert len(row.failures) == 1
+    assert row.failures[0].startswith("killed at newfstatat #"), row.failures
 
 
 def test_landed_accepts_the_kill_at_the_planned_point() -> None:
