@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import logging
-from typing import TypeAlias
+from typing import Any, Final, TypeAlias
 
 from handoff_files.compat.sw4rm_client import HandoffClient
 from handoff_files.compat.sw4rm_context import HandoffContext, deserialize_context, serialize_context
 from handoff_files.compat.sw4rm_lifecycle import AgentState, Lifecycle
 from handoff_files.compat.sw4rm_types import HANDOFF_ID_KEY, HandoffRequest, HandoffResponse
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError, InvalidTransitionError
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffValidationError,
+    InvalidTransitionError,
+    NoHandoffError,
+)
 from handoff_files.inbox.request import MAX_REASON
+from handoff_files.thread.results import Restored
+from handoff_files.thread.store import HandoffStore
 
-__all__ = ["Agent", "AgentState", "Decision"]
+__all__ = ["LIFECYCLE_KEY", "Agent", "AgentState", "Decision"]
+
+#: The key, in the ``state.data`` of a thread given to :class:`Agent`, of the agent's lifecycle
+#: record: ``agent_id``, ``state`` (its name), ``task_id`` and ``failure_reason``.
+LIFECYCLE_KEY: Final = "sw4rm_agent"
 
 #: What :meth:`Agent.on_handoff_request` may answer. ``None`` (SW4RM's default hook answers it) and
 #: ``True`` accept; a :class:`HandoffResponse` accepts or rejects as its ``accepted`` says (with its
@@ -27,7 +38,10 @@ class Agent(Lifecycle):
 
     Lifecycle: SW4RM's thirteen states with its numbers, its moves and hooks, and cooperative
     preemption, from :class:`~handoff_files.compat.sw4rm_lifecycle.Lifecycle`. The state is kept
-    in memory only, as SW4RM keeps it: it is not persisted in a thread. The message hooks
+    in memory, as SW4RM keeps it, unless a *thread* is given: then each move is first saved as
+    a new generation of that thread (the other layers kept, the record under
+    :data:`LIFECYCLE_KEY` in ``state.data``), and an agent made on the thread later resumes in
+    the state, task and failure reason saved last (preemption requests are not kept). The message hooks
     (``on_message``, ``on_tool_call``, ``on_hitl``, ``on_control``) are there to override and to
     call; nothing here delivers messages (SW4RM's agent opens no connection either).
     Sending: :meth:`initiate_handoff` snapshots :meth:`get_handoff_context` and requests the
@@ -57,20 +71,31 @@ class Agent(Lifecycle):
     :param name: a name for people, carried in the handoff context.
     :param client: the client every call uses; by default a new ``HandoffClient()`` for each
         call, as SW4RM's agent makes one, so ``HANDOFF_INBOX`` is read when the call is made.
-    :raises HandoffValidationError: if *agent_id* or *name* is not a non-empty string, or
-        *client* is not a :class:`HandoffClient`.
+    :param thread: the thread that keeps this agent's lifecycle state, or None to keep it in memory.
+    :raises HandoffValidationError: if *agent_id* or *name* is not a non-empty string, *client*
+        is not a :class:`HandoffClient`, *thread* not a :class:`HandoffStore`, or the thread's
+        record is damaged or another agent's (its path is then the thread's).
+    :raises HandoffError: if the thread cannot be restored (an empty one gives a new agent).
     """
 
-    def __init__(self, agent_id: str, name: str, *, client: HandoffClient | None = None) -> None:
+    def __init__(
+        self, agent_id: str, name: str, *, client: HandoffClient | None = None, thread: HandoffStore | None = None
+    ) -> None:
         where = f"<agent {agent_id}>" if isinstance(agent_id, str) and agent_id.strip() else "<agent>"
         self.agent_id = _check_text(agent_id, "agent_id", where)
         self.name = _check_text(name, "name", where)
         if client is not None and not isinstance(client, HandoffClient):
             msg = f"client must be a HandoffClient, not {type(client).__name__}"
             raise HandoffValidationError(where, msg)
+        if thread is not None and not isinstance(thread, HandoffStore):
+            msg = f"thread must be a HandoffStore, not {type(thread).__name__}"
+            raise HandoffValidationError(where, msg)
         self._where = where
         self._client = client
+        self._thread = thread
         super().__init__()
+        if thread is not None:
+            self._resume(thread)
         #: What the last :meth:`receive_handoffs` listing skipped (damaged requests, missing contexts).
         self.problems: tuple[HandoffError, ...] = ()
 
@@ -81,6 +106,54 @@ class Agent(Lifecycle):
     def client(self) -> HandoffClient:
         """The client the next call uses: the one given, or a new ``HandoffClient()``."""
         return self._client if self._client is not None else HandoffClient()
+
+    # -- the lifecycle state in a thread -------------------------------------------------------
+
+    def _resume(self, thread: HandoffStore) -> None:
+        """Take the state, task and failure reason of the thread's last record, if it has one."""
+        try:
+            record: object = thread.restore().handoff.state.data.get(LIFECYCLE_KEY)
+        except NoHandoffError:
+            return
+        if record is None:
+            return
+        where = str(thread.path)
+        if not isinstance(record, dict):
+            msg = f"state.data[{LIFECYCLE_KEY!r}] must be an object, not {type(record).__name__}"
+            raise HandoffValidationError(where, msg)
+        owner = record.get("agent_id")
+        if owner != self.agent_id:
+            msg = f"the lifecycle record in state.data[{LIFECYCLE_KEY!r}] is agent {owner}'s, not {self.agent_id}'s"
+            raise HandoffValidationError(where, msg)
+        name = record.get("state")
+        if not isinstance(name, str) or name not in AgentState.__members__ or not AgentState[name]:
+            msg = f"state.data[{LIFECYCLE_KEY!r}]: {name!r} is not an SW4RM agent state (INITIALIZING … RECOVERING)"
+            raise HandoffValidationError(where, msg)
+        fields = {key: record.get(key) for key in ("task_id", "failure_reason")}
+        for key, value in fields.items():
+            if value is not None and not isinstance(value, str):
+                msg = f"state.data[{LIFECYCLE_KEY!r}]: {key} must be a string or null, not {type(value).__name__}"
+                raise HandoffValidationError(where, msg)
+        self._state = AgentState[name]
+        self._current_task_id, self._failure_reason = fields["task_id"], fields["failure_reason"]
+
+    def _record(self, state: AgentState, task_id: str | None, failure_reason: str | None) -> None:
+        """Save the move as the thread's next generation, if the agent has a thread."""
+        if self._thread is None:
+            return
+        record = {"agent_id": self.agent_id, "state": state.name, "task_id": task_id, "failure_reason": failure_reason}
+
+        def change(restored: Restored | None) -> dict[str, Any]:
+            layers: dict[str, Any] = {}
+            if restored is not None:
+                layers = restored.handoff.model_dump(
+                    mode="json", include={"state", "narrative", "decisions", "priorities", "warnings", "context"}
+                )
+            state_layer = layers.setdefault("state", {})
+            state_layer["data"] = {**state_layer.get("data", {}), LIFECYCLE_KEY: record}
+            return layers
+
+        self._thread.update(change)
 
     # -- hooks, for subclasses -----------------------------------------------------------------
 

@@ -75,6 +75,13 @@ _ONLY_FROM: Final[Mapping[str, frozenset[AgentState]]] = MappingProxyType(
 _PREEMPT: Final = "PREEMPT_REQUEST"
 
 
+class _Keep:
+    """The marker for a field a move leaves as it is."""
+
+
+_KEEP: Final = _Keep()
+
+
 class Lifecycle:
     """SW4RM's agent lifecycle, for :class:`~handoff_files.compat.sw4rm_agent.Agent` to inherit.
 
@@ -84,7 +91,8 @@ class Lifecycle:
     :class:`~handoff_files.foundation.errors.InvalidTransitionError` (a ``ValueError``, where
     SW4RM raises its own ``StateTransitionError``) before any hook runs or anything changes
     (SW4RM runs ``on_startup``, ``on_suspend`` and ``on_shutdown``, and sets the task id or failure
-    reason, before it checks). The state lives in memory only: nothing here writes it to a thread.
+    reason, before it checks). The state lives in memory; a subclass keeps it elsewhere by
+    overriding :meth:`_record` (the compat ``Agent`` saves it in a thread when given one).
     """
 
     agent_id: str
@@ -149,8 +157,7 @@ class Lifecycle:
             msg = f"task_id must be a non-empty string, not {found}"
             raise HandoffValidationError(self._where, msg)
         self._check("schedule", AgentState.SCHEDULED)
-        self._current_task_id = task_id
-        self._move(AgentState.SCHEDULED)
+        self._move(AgentState.SCHEDULED, task_id=task_id)
         self.on_scheduled(task_id)
 
     def run(self) -> None:
@@ -178,8 +185,8 @@ class Lifecycle:
 
     def complete(self) -> None:
         """RUNNING → COMPLETED, the terminal state; the task id is cleared."""
-        self._step("complete", AgentState.COMPLETED)
-        self._current_task_id = None
+        self._check("complete", AgentState.COMPLETED)
+        self._move(AgentState.COMPLETED, task_id=None)
 
     def fail(self, reason: str) -> None:
         """→ FAILED with *reason*, from RUNNING, SHUTTING_DOWN or RECOVERING.
@@ -188,8 +195,7 @@ class Lifecycle:
         :raises InvalidTransitionError: from any other state (the reason is then not kept).
         """
         self._check("fail", AgentState.FAILED, reason)
-        self._failure_reason = reason
-        self._move(AgentState.FAILED)
+        self._move(AgentState.FAILED, failure_reason=reason)
 
     def shutdown(self) -> None:
         """RUNNING → SHUTTING_DOWN; :meth:`on_shutdown` runs first. Only :meth:`fail` leaves it."""
@@ -205,15 +211,13 @@ class Lifecycle:
     def complete_recovery(self) -> None:
         """RECOVERING → RUNNABLE, clearing the failure reason, then ``on_recovery_complete(success=True)``."""
         self._check("complete_recovery", AgentState.RUNNABLE)
-        self._failure_reason = None
-        self._move(AgentState.RUNNABLE)
+        self._move(AgentState.RUNNABLE, failure_reason=None)
         self.on_recovery_complete(success=True)
 
     def fail_recovery(self, reason: str) -> None:
         """RECOVERING → FAILED with *reason*, then ``on_recovery_complete(success=False)``."""
         self._check("fail_recovery", AgentState.FAILED, reason)
-        self._failure_reason = reason
-        self._move(AgentState.FAILED)
+        self._move(AgentState.FAILED, failure_reason=reason)
         self.on_recovery_complete(success=False)
 
     def _step(self, verb: str, new: AgentState) -> None:
@@ -236,9 +240,19 @@ class Lifecycle:
         )
         raise InvalidTransitionError(self._where, msg)
 
-    def _move(self, new: AgentState) -> None:
+    def _move(
+        self, new: AgentState, *, task_id: str | _Keep | None = _KEEP, failure_reason: str | _Keep | None = _KEEP
+    ) -> None:
+        """Record the move (:meth:`_record`), then make it and call :meth:`on_state_change`."""
+        task = self._current_task_id if isinstance(task_id, _Keep) else task_id
+        failure = self._failure_reason if isinstance(failure_reason, _Keep) else failure_reason
+        self._record(new, task, failure)
         old, self._state = self._state, new
+        self._current_task_id, self._failure_reason = task, failure
         self.on_state_change(old, new)
+
+    def _record(self, state: AgentState, task_id: str | None, failure_reason: str | None) -> None:
+        """Keep the state about to be entered, before anything changes; raise to refuse the move. Keeps nothing here."""
 
     # -- cooperative preemption ----------------------------------------------------------------
 

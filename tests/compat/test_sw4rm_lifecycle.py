@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from handoff_files.compat.sw4rm import Agent, AgentState
-from handoff_files.foundation.errors import HandoffValidationError, InvalidTransitionError
+from handoff_files.compat.sw4rm_agent import LIFECYCLE_KEY
+from handoff_files.foundation.errors import (
+    HandoffValidationError,
+    HandoffWriteError,
+    InvalidTransitionError,
+    NoHandoffError,
+)
+from handoff_files.thread.store import HandoffStore
 
 S = AgentState
 
@@ -96,8 +104,8 @@ def agent_in(state: AgentState, kind: Callable[[str, str], Any] = Agent) -> Any:
 class Recorder(Agent):
     """An SW4RM-style subclass: overrides every lifecycle hook and records the calls."""
 
-    def __init__(self, agent_id: str, name: str) -> None:
-        super().__init__(agent_id, name)
+    def __init__(self, agent_id: str, name: str, *, thread: HandoffStore | None = None) -> None:
+        super().__init__(agent_id, name, thread=thread)
         self.calls: list[tuple[Any, ...]] = []
 
     def on_state_change(self, old_state: int, new_state: int) -> None:
@@ -363,3 +371,89 @@ def test_preemption_behaves_as_the_installed_sdk_agents(sdk: Any) -> None:
         with agent.non_preemptible():
             assert agent.safe_point() is False
         assert agent.safe_point() is True
+
+
+# -- the lifecycle state persisted in a thread ----------------------------------------------------
+
+
+def test_with_a_thread_each_move_is_saved_and_a_new_agent_resumes_where_it_was(tmp_path: Path) -> None:
+    store = HandoffStore(tmp_path / "t")
+    agent = Agent("agent-1", "Worker", thread=store)
+    for method in ("start", "schedule", "run", "wait"):
+        call(agent, method)
+    restored = store.restore()
+    assert restored.generation == 4  # one generation per move
+    assert restored.handoff.state.data[LIFECYCLE_KEY] == {
+        "agent_id": "agent-1",
+        "state": "WAITING",
+        "task_id": "task-1",
+        "failure_reason": None,
+    }
+    again = Agent("agent-1", "Worker", thread=HandoffStore(tmp_path / "t"))
+    assert (again.state, again.current_task_id, again.failure_reason) == (S.WAITING, "task-1", None)
+    again.run()
+    again.fail("disk full")
+    third = Agent("agent-1", "Worker", thread=store)
+    assert (third.state, third.failure_reason) == (S.FAILED, "disk full")
+    assert [t for t in AgentState if third.can_transition_to(t)] == [S.RECOVERING]
+
+
+def test_an_empty_thread_gives_a_new_agent_and_nothing_is_written_before_its_first_move(tmp_path: Path) -> None:
+    store = HandoffStore(tmp_path / "t")
+    agent = Agent("agent-1", "Worker", thread=store)
+    assert agent.state is S.INITIALIZING
+    with pytest.raises(NoHandoffError):
+        store.restore()
+    agent.start()
+    assert store.restore().handoff.state.data[LIFECYCLE_KEY]["state"] == "RUNNABLE"
+
+
+def test_the_threads_other_layers_are_kept_across_moves(tmp_path: Path) -> None:
+    store = HandoffStore(tmp_path / "t")
+    store.save({"narrative": "Half the importer is done.", "state": {"data": {"rows": 7}, "error_count": 2}})
+    agent = Agent("agent-1", "Worker", thread=store)
+    assert agent.state is S.INITIALIZING  # a thread without the agent's record
+    agent.start()
+    handoff = store.restore().handoff
+    assert handoff.narrative == "Half the importer is done."
+    assert (handoff.state.error_count, handoff.state.data["rows"]) == (2, 7)
+
+
+def test_a_move_whose_save_fails_changes_nothing_and_calls_no_state_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = HandoffStore(tmp_path / "t")
+    agent = agent_in(S.RUNNABLE, lambda agent_id, name: Recorder(agent_id, name, thread=store))
+
+    def refuse(*_: object, **__: object) -> None:
+        raise HandoffWriteError(store.path, "disk full")
+
+    monkeypatch.setattr(store, "update", refuse)
+    calls = list(agent.calls)
+    with pytest.raises(HandoffWriteError, match="disk full"):
+        agent.schedule("task-9")
+    assert (agent.state, agent.current_task_id, agent.calls) == (S.RUNNABLE, None, calls)
+
+
+@pytest.mark.parametrize(
+    ("record", "match"),
+    [
+        pytest.param({"agent_id": "agent-2", "state": "RUNNING"}, "is agent agent-2's, not agent-1's", id="other"),
+        pytest.param({"agent_id": "agent-1", "state": "DANCING"}, "'DANCING' is not an SW4RM agent state", id="name"),
+        pytest.param({"agent_id": "agent-1", "state": "UNSPECIFIED"}, "not an SW4RM agent state", id="unset"),
+        pytest.param({"agent_id": "agent-1", "state": 4}, "4 is not an SW4RM agent state", id="number"),
+        pytest.param({"agent_id": "agent-1", "state": "RUNNING", "task_id": 3}, "task_id must be", id="task"),
+        pytest.param("RUNNING", "must be an object", id="not-object"),
+    ],
+)
+def test_a_damaged_or_foreign_record_is_refused_naming_the_thread(tmp_path: Path, record: object, match: str) -> None:
+    store = HandoffStore(tmp_path / "t")
+    store.save({"state": {"data": {LIFECYCLE_KEY: record}}})
+    with pytest.raises(HandoffValidationError, match=match) as caught:
+        Agent("agent-1", "Worker", thread=store)
+    assert caught.value.path == str(store.path)
+
+
+def test_a_thread_must_be_a_handoff_store(tmp_path: Path) -> None:
+    with pytest.raises(HandoffValidationError, match="thread must be a HandoffStore, not PosixPath"):
+        Agent("agent-1", "Worker", thread=tmp_path)  # type: ignore[arg-type]
