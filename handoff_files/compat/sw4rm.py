@@ -3,7 +3,8 @@
 SW4RM's types live in :mod:`~handoff_files.compat.sw4rm_types` (request, response),
 :mod:`~handoff_files.compat.sw4rm_context` (the context and its wire format),
 :mod:`~handoff_files.compat.sw4rm_client` (the client) and :mod:`~handoff_files.compat.sw4rm_agent`
-(SW4RM's ``Agent`` shape on the inbox); they are re-exported here, under the names SW4RM gives them.
+(SW4RM's ``Agent``: its lifecycle from :mod:`~handoff_files.compat.sw4rm_lifecycle`, its handoffs on the
+inbox); they are re-exported here, under the names SW4RM gives them.
 """
 
 from __future__ import annotations
