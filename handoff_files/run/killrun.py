@@ -21,6 +21,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.run.killreport import Incarnation, Kill, KillRun, completed_tasks
 from handoff_files.run.process import exit_status, signal_group, start_group
 from handoff_files.run.restart import AckWatch, Unrestorable, restore_or_reason
+from handoff_files.thread.ackproof import claim
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.layout import JOURNAL_NAME, ThreadDir, generation_of
 from handoff_files.thread.mirror import read_mirror
@@ -269,7 +270,9 @@ class _Run:
         after = 0 if left is None else left.generation
         kill = Kill(signals.Signals(self.signal).name, sent[1] - begun, after, in_save) if landed else None
         text = [path.read_text(encoding="utf-8", errors="replace") for path in (out, err)]
-        with_code = acknowledged and resumed is not None and resumed.extra.get("code") == "right"
+        # with the code only if the line's proof checks: a line saying so is what any folder writer can append
+        proof = "none" if resumed is None or started is None else claim(resumed, thread_id=started.handoff.thread_id)
+        with_code = acknowledged and proof == "proven"
         return Incarnation(number, started, status, seconds, text[0], text[1], acknowledged, kill, left, with_code)
 
     def _due(self, number: int, seconds: float, start: int, target: _Target, names: list[str] | None) -> bool:

@@ -12,6 +12,7 @@ import pytest
 
 from handoff_files import HandoffStore, HandoffValidationError, Restored, load
 from handoff_files.run.killrun import Incarnation, Kill, Killer, KillRun, Moment
+from tests.ackforgery import SCRIPT as FORGER
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the kill runner watches agents on Linux")
@@ -310,3 +311,16 @@ def test_an_agent_that_restores_but_never_reads_its_briefing_is_caught(tmp_path:
     assert all(line.startswith("acknowledged without the code: start ") for line in found), found
     with pytest.raises(AssertionError, match="never gave its briefing's code"):
         run.assert_finished(names(12), code=True)
+
+
+def test_an_agent_that_forges_its_acknowledgement_line_is_not_counted_with_the_code(tmp_path: Path) -> None:
+    """Its "resumed" line says "code: right" and carries a proof no key made."""
+    forger = [sys.executable, str(FORGER), "wrong-proof", "4", "--delay", "0.01"]
+    run = Killer(tmp_path, seed=11).run(forger, kills=1, after_saves=1)
+    restarts = [start for start in run.incarnations if start.started is not None]
+    assert len(restarts) == 1
+    assert restarts[0].acknowledged
+    assert not restarts[0].with_code
+    found = run.problems(names(4), code=True)
+    assert len(found) == 1
+    assert found[0].startswith("acknowledged without the code: start "), found
