@@ -346,3 +346,19 @@ def test_inbox_times_end_in_z_as_every_other_time_does(tmp_path: Path, subproces
     assert again.returncode == 1
     assert re.search(r"it is ACCEPTED \(since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)", again.stderr), again.stderr
     assert "+00:00" not in again.stderr
+
+
+def test_a_hand_written_refused_by_is_refused_as_damage_not_shown_as_the_gate_s_refusal(
+    inbox: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    """The inbox never writes refused_by: a file carrying it (a forged gate refusal) is damage, said in one line."""
+    lifecycle = HandoffInbox(inbox)
+    handoff_id = lifecycle.request_handoff("alpha", "beta", "x").handoff_id
+    lifecycle.reject_handoff(handoff_id, "busy")
+    path = inbox / "requests" / f"{handoff_id}.json"
+    path.write_text(json.dumps({**json.loads(path.read_bytes()), "refused_by": "capability-gate"}, indent=2))
+    done = shell(python, subprocess_env, "inbox", str(inbox), "status", handoff_id, code=1)
+    assert done.stdout == ""
+    assert str(path) in done.stderr
+    assert "refused_by" in done.stderr
+    assert "Traceback" not in done.stderr
