@@ -9,12 +9,28 @@ from typing import Final
 
 from handoff_files.foundation.errors import InvalidNameError
 
-__all__ = ["GENERATION_DIGITS", "ID_PATTERN", "check_id", "derive_id", "generation_from_stem", "generation_stem"]
+__all__ = [
+    "FOLDER_PATTERN",
+    "GENERATION_DIGITS",
+    "ID_PATTERN",
+    "check_folder_name",
+    "check_id",
+    "derive_id",
+    "generation_from_stem",
+    "generation_stem",
+    "is_folder_name",
+]
 
 #: Agent and thread ids: a letter or digit, then up to 63 letters, digits, dots, underscores or dashes.
 ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 _ID = re.compile(ID_PATTERN)
+
+#: A thread's folder under a root of threads (an MCP server's ``--root``, a LangGraph saver's root):
+#: an id in lower case, since a case-insensitive file system would give "Alpha" and "alpha" one folder.
+FOLDER_PATTERN: Final = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+
+_FOLDER = re.compile(FOLDER_PATTERN)
 
 #: A generation file's name is its number zero-padded to this many digits (more only past 99999999).
 GENERATION_DIGITS: Final = 8
@@ -55,6 +71,28 @@ def check_id(value: str, what: str, path: str | Path) -> str:
         )
         raise InvalidNameError(path, msg)
     return value
+
+
+def is_folder_name(name: str) -> bool:
+    """Whether *name* may be a thread's folder under a root as it is: :data:`FOLDER_PATTERN`."""
+    return isinstance(name, str) and _FOLDER.fullmatch(name) is not None
+
+
+def check_folder_name(name: str, what: str, path: str | Path) -> str:
+    """Return *name* if it is :data:`FOLDER_PATTERN`: a thread named under a root of threads.
+
+    :param what: what the name is (``"thread"``), named in the error.
+    :raises InvalidNameError: naming the rule it breaks (and the lower-case name, for one with capitals).
+    """
+    if is_folder_name(name):
+        return name
+    hint = f" ({name.lower()!r}, say)" if isinstance(name, str) and is_folder_name(name.lower()) else ""
+    msg = (
+        f"{what} {name!r} is not a valid id for a folder under the root: use 1 to 64 lower-case letters, "
+        f"digits, '.', '_' or '-', starting with a letter or digit{hint}; a case-insensitive file system "
+        "would give 'Alpha' and 'alpha' one folder"
+    )
+    raise InvalidNameError(path, msg)
 
 
 def derive_id(name: str) -> str | None:

@@ -32,7 +32,7 @@ from handoff_files.format.codec import parse_json
 from handoff_files.format.seal import self_check
 from handoff_files.foundation.atomic import is_real_dir, read_bytes, write_all
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffWriteError, InvalidNameError
-from handoff_files.foundation.names import ID_PATTERN
+from handoff_files.foundation.names import is_folder_name
 from handoff_files.foundation.safe_paths import dir_under, open_dir_under, refuse_link
 from handoff_files.thread.tail import cut_torn_tail
 
@@ -50,7 +50,6 @@ __all__ = [
 
 NAMESPACES_DIR: Final = "namespaces"
 WRITES_DIR: Final = "writes"
-_ID: Final = re.compile(ID_PATTERN)
 _SLUG_CUT: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _CHECK_LEN: Final = 16
 _APPEND: Final = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -59,9 +58,10 @@ _APPEND: Final = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NON
 def folder_name(name: str) -> str:
     """The folder for a thread id or namespace: itself if a valid handoff id in lower case, else a slug and a hash.
 
-    Lower case only: on a case-insensitive file system "Alice" and "alice" would share a folder.
+    Lower case only (:data:`~handoff_files.foundation.names.FOLDER_PATTERN`, the rule the MCP server's
+    thread names follow too): on a case-insensitive file system "Alice" and "alice" would share a folder.
     """
-    if _ID.fullmatch(name) and name == name.lower():
+    if is_folder_name(name):
         return name
     slug = _SLUG_CUT.sub("-", name).strip("-._")[:40] or "id"
     return f"{slug}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"

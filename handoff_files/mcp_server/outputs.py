@@ -6,7 +6,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["Acknowledged", "Adopted", "Checkpoint", "Generation", "History", "Restore", "Saved", "Shown"]
+__all__ = [
+    "Acknowledged",
+    "Adopted",
+    "Checkpoint",
+    "Generation",
+    "History",
+    "Restore",
+    "Saved",
+    "Shown",
+    "ThreadEntry",
+    "Threads",
+]
 
 
 class Saved(BaseModel):
@@ -75,3 +86,20 @@ class Adopted(BaseModel):
     generation: int
     adopted_from: str
     checkpoint_id: str
+
+
+class ThreadEntry(BaseModel):
+    """One thread the server serves."""
+
+    name: str = Field(description="what the thread argument takes")
+    thread: str = Field(description="its folder")
+    generation: int | None = Field(description="its newest verified generation; none when nothing is saved yet")
+    created_at: str | None = Field(description="when that generation was saved")
+    problem: str | None = Field(description="why the thread cannot be used as it is, if it cannot")
+
+
+class Threads(BaseModel):
+    """The threads the server serves: those under its root, or its one thread."""
+
+    root: str
+    threads: list[ThreadEntry]

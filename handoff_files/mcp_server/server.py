@@ -2,23 +2,33 @@
 
 Tools: ``handoff_save`` (the five layers, validated), ``handoff_restore`` (the briefing, its
 structured content and its acknowledgement code), ``handoff_acknowledge``, ``handoff_history``,
-``handoff_show`` (one generation whole), ``handoff_checkpoint`` (a descriptor out) and
-``adopt_checkpoint`` (a verified adoption in). A :class:`HandoffError` comes back as a tool error
-whose text names the reason, so the model can fix its call; calls run one at a time.
+``handoff_show`` (one generation whole), ``handoff_threads`` (the threads served),
+``handoff_checkpoint`` (a descriptor out) and ``adopt_checkpoint`` (a verified adoption in). The
+briefing is also a resource, and ``resume`` a prompt that starts a session from it. A
+:class:`HandoffError` comes back as a tool error whose text names the reason, so the model can fix
+its call; calls run one at a time.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Annotated, Any, Final, TypeVar
+import datetime as dt
+from typing import Annotated, Any, Final
 
 from pydantic import Field
 
 from handoff_files.format.loader import load
-from handoff_files.format.model import Decision, Priority, State, Warning
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
+
+try:
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+except ImportError as exc:  # pragma: no cover - the message is the point
+    msg = "the MCP server needs the official MCP SDK: pip install 'handoff-files[mcp]'"
+    raise ImportError(msg) from exc
+
+from handoff_files.mcp_server.app import HandoffServer, OneAtATime
+from handoff_files.mcp_server.arguments import Decision, Narrative, Priority, State, ThreadName, Warning, layer_list
+from handoff_files.mcp_server.briefings import add_briefings, restore
 from handoff_files.mcp_server.outputs import (
     Acknowledged,
     Adopted,
@@ -28,18 +38,12 @@ from handoff_files.mcp_server.outputs import (
     Restore,
     Saved,
     Shown,
+    ThreadEntry,
+    Threads,
 )
 from handoff_files.mcp_server.targets import Targets
 from handoff_files.thread.store import HandoffStore
-from handoff_files.uptake.briefing import DEFAULT_BUDGET, MIN_BUDGET, briefing_for
-
-try:
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import CallToolResult, TextContent, ToolAnnotations
-except ImportError as exc:  # pragma: no cover - the message is the point
-    msg = "the MCP server needs the official MCP SDK: pip install 'handoff-files[mcp]'"
-    raise ImportError(msg) from exc
+from handoff_files.uptake.briefing import DEFAULT_BUDGET, MIN_BUDGET
 
 __all__ = ["build_server", "serve"]
 
@@ -50,37 +54,25 @@ INSTRUCTIONS: Final = (
     "layers: narrative (the story so far), priorities (what to do next), warnings (what will bite), "
     "decisions (what you chose and why) and state (the facts)."
 )
-_T = TypeVar("_T")
-ThreadName = Annotated[
-    str | None,
-    Field(description="the thread's name under the server's root; leave it out when the server serves one thread"),
-]
 
 
-def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  # noqa: PLR0915 -- one tool each
+def build_server(targets: Targets, *, blobs: str | None = None) -> HandoffServer:  # noqa: PLR0915 -- one tool each
     """The MCP server for *targets* (one thread, or the threads under a root).
 
     :param blobs: the blob store for checkpoints (default: ``$HANDOFF_BLOBS``).
     """
-    server = MCPServer("handoff-files", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    one_at_a_time = threading.Lock()
-
-    def run(work: Callable[[], _T]) -> _T:
-        with one_at_a_time:
-            try:
-                return work()
-            except HandoffError as exc:
-                raise ToolError(str(exc)) from None
+    server = HandoffServer("handoff-files", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    run = OneAtATime()
 
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
     reads = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
 
-    @server.tool(annotations=writes)
+    @server.handoff_tool(writes)
     def handoff_save(  # noqa: PLR0917 -- the model names every argument
-        narrative: Annotated[str, Field(description="the story so far, for whoever resumes: what happened and why")],
-        priorities: Annotated[list[Priority], Field(description="what to do next, most urgent first")],
-        warnings: Annotated[list[Warning], Field(description="what will bite the next session")] = [],  # noqa: B006
-        decisions: Annotated[list[Decision], Field(description="what was chosen, why, and what was not")] = [],  # noqa: B006
+        narrative: Narrative,
+        priorities: Annotated[list[Priority], layer_list("what to do next, most urgent first")],
+        warnings: Annotated[list[Warning], layer_list("what will bite the next session")] = [],  # noqa: B006
+        decisions: Annotated[list[Decision], layer_list("what was chosen, why, and what was not")] = [],  # noqa: B006
         state: Annotated[State | None, Field(description="the facts: tasks active, done, blocked; data")] = None,
         thread: ThreadName = None,
     ) -> Saved:
@@ -105,7 +97,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
 
         return run(work)
 
-    @server.tool(annotations=reads)
+    @server.handoff_tool(reads)
     def handoff_restore(
         budget: Annotated[int, Field(ge=MIN_BUDGET, description="most characters of briefing")] = DEFAULT_BUDGET,
         thread: ThreadName = None,
@@ -116,26 +108,13 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
         """
 
         def work() -> CallToolResult:
-            path = targets.pick(thread)
-            briefing = briefing_for(path, budget=budget)
-            if briefing is None:
-                text = "Nothing was saved on this thread yet: start fresh, and call handoff_save before you stop."
-                out = Restore(thread=str(path), generation=0, code=None, briefing=text, omitted=[], problems=[])
-            else:
-                out = Restore(
-                    thread=str(path),
-                    generation=briefing.generation,
-                    code=briefing.code,
-                    briefing=briefing.text,
-                    omitted=list(briefing.omitted),
-                    problems=list(briefing.problems),
-                )
+            out = restore(targets.pick(thread), budget=budget)
             content = [TextContent(type="text", text=out.briefing)]
             return CallToolResult(content=content, structured_content=out.model_dump(mode="json"))
 
         return run(work)
 
-    @server.tool(annotations=writes)
+    @server.handoff_tool(writes)
     def handoff_acknowledge(
         code: Annotated[str, Field(description="the code the briefing from handoff_restore ends with")],
         thread: ThreadName = None,
@@ -149,7 +128,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
 
         return run(work)
 
-    @server.tool(annotations=reads)
+    @server.handoff_tool(reads)
     def handoff_history(
         limit: Annotated[int, Field(ge=1, le=1000, description="most generations listed")] = 20,
         thread: ThreadName = None,
@@ -162,7 +141,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
             listed = [
                 Generation(
                     generation=entry.generation,
-                    created_at=entry.created_at.isoformat().replace("+00:00", "Z") if entry.created_at else None,
+                    created_at=_when(entry.created_at),
                     checksum=entry.checksum,
                     current=entry.current,
                     problem=entry.problem,
@@ -173,7 +152,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
 
         return run(work)
 
-    @server.tool(annotations=reads)
+    @server.handoff_tool(reads)
     def handoff_show(
         generation: Annotated[int | None, Field(ge=1, description="which generation (default: the newest)")] = None,
         thread: ThreadName = None,
@@ -194,7 +173,29 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
 
         return run(work)
 
-    @server.tool(annotations=writes)
+    @server.handoff_tool(reads)
+    def handoff_threads() -> Threads:
+        """List the threads this server serves (those under its root), each with its newest verified generation."""
+
+        def work() -> Threads:
+            listed = []
+            for name, path, problem in targets.threads():
+                entry = ThreadEntry(name=name, thread=str(path), generation=None, created_at=None, problem=problem)
+                if problem is None:
+                    try:
+                        newest = next((e for e in HandoffStore(path).history() if e.problem is None), None)
+                    except HandoffError as exc:
+                        entry.problem = exc.reason
+                    else:
+                        if newest is not None:
+                            entry.generation = newest.generation
+                            entry.created_at = _when(newest.created_at)
+                listed.append(entry)
+            return Threads(root=str(targets.root), threads=listed)
+
+        return run(work)
+
+    @server.handoff_tool(writes)
     def handoff_checkpoint(
         to_agent: Annotated[str | None, Field(description="the agent meant to adopt it, if known")] = None,
         generation: Annotated[int | None, Field(ge=1, description="which generation (default: the newest)")] = None,
@@ -212,12 +213,16 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
 
         return run(work)
 
-    @server.tool(annotations=writes)
+    adopting = (
+        "Adopt another agent's checkpoint: fetch its blob, verify its sha256 and seal, start a new thread with it. "
+        + targets.adoptions()
+    )
+
+    @server.handoff_tool(writes, description=adopting)
     def adopt_checkpoint(
         descriptor: Annotated[dict[str, Any], Field(description="the descriptor handoff_checkpoint returned")],
-        new_thread: Annotated[str, Field(description="the new thread's name (a new, empty thread)")],
+        new_thread: Annotated[str, Field(description="the new thread's name: a new folder, lower case")],
     ) -> Adopted:
-        """Adopt another agent's checkpoint: fetch its blob, verify its sha256 and seal, start a new thread with it."""
 
         def work() -> Adopted:
             from handoff_files.transfers.adopt import adopt_checkpoint as adopt  # noqa: PLC0415
@@ -234,7 +239,13 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> MCPServer:  #
 
         return run(work)
 
+    add_briefings(server, targets, run)
     return server
+
+
+def _when(moment: dt.datetime | None) -> str | None:
+    """A generation's time as the tools give it (UTC written with ``Z``)."""
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
 def serve(targets: Targets, *, blobs: str | None = None) -> None:

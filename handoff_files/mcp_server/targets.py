@@ -5,12 +5,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
-from handoff_files.foundation.errors import HandoffValidationError
-from handoff_files.foundation.names import check_id
-from handoff_files.foundation.safe_paths import dir_under
+from handoff_files.foundation.commandline import suggest
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.foundation.names import check_folder_name, is_folder_name
+from handoff_files.foundation.safe_paths import LINK_REASON, dir_under
+from handoff_files.thread.retention import is_thread
 
 __all__ = ["Targets"]
+
+_NOT_A_FOLDER_NAME: Final = (
+    "its name is not a thread name here (lower-case letters, digits, '.', '_' or '-'): rename the folder"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +27,8 @@ class Targets:
     New threads (an adoption) go under ``root``; with one thread, its parent is the root. A thread
     named under the root is a real folder there: a symbolic link planted in its place is refused,
     so no call reads or writes outside the root (the root itself, and ``--thread``, are the
-    user's to name, links and all).
+    user's to name, links and all). Its name follows the rule of a LangGraph saver's folders
+    (:data:`~handoff_files.foundation.names.FOLDER_PATTERN`: an id in lower case).
     """
 
     thread: Path | None
@@ -60,11 +68,56 @@ class Targets:
     def new(self, name: str) -> Path:
         """A thread directory named *name* under the root (an adoption's new thread).
 
-        :raises InvalidNameError: if *name* is not a valid thread id (no paths, no ``..``), or is a
-            symbolic link under the root.
+        :raises InvalidNameError: if *name* is not a valid folder name (lower case; no paths, no
+            ``..``), or is a symbolic link under the root.
         :raises HandoffValidationError: if it is there but not a folder.
         """
-        check_id(name, "thread", self.root)
+        check_folder_name(name, "thread", self.root)
         path = self.root / name
         dir_under(self.root, path)  # refuses a link in the thread's place, naming it; a missing one is made on save
         return path
+
+    def threads(self) -> list[tuple[str, Path, str | None]]:
+        """The threads served, sorted: each one's name, folder and why it cannot be used (None if it can).
+
+        Under a root: every folder there holding a thread (its files, or at least ``history/``);
+        a symbolic link, or a folder whose name breaks the rule, is listed with its problem. Reads only.
+
+        :raises HandoffError: if the root cannot be listed.
+        """
+        if self.thread is not None:
+            return [(self.thread.name, self.thread, None)]
+        try:
+            entries = sorted(os.scandir(self.root), key=lambda entry: entry.name)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            msg = f"cannot list the threads under the root: {exc.strerror or exc}"
+            raise HandoffError(self.root, msg) from exc
+        found: list[tuple[str, Path, str | None]] = []
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                found.append((entry.name, path, LINK_REASON))
+            elif entry.is_dir(follow_symlinks=False):
+                try:
+                    if not is_thread(path):
+                        continue
+                except HandoffError as exc:
+                    found.append((entry.name, path, exc.reason))
+                    continue
+                problem = None if is_folder_name(entry.name) else _NOT_A_FOLDER_NAME
+                found.append((entry.name, path, problem))
+        return found
+
+    def adoptions(self) -> str:
+        """Where an adoption makes its new thread, in words for the tool's description."""
+        if self.thread is None:
+            return f"The new thread is made under this server's root, {self.root}."
+        new = f"{self.root}{os.sep}NEW_THREAD"
+        return (
+            f"The new thread is made beside this server's thread, in {self.root}; this server serves only "
+            f"{self.thread.name!r}, so serve the new one with {suggest('handoff', 'mcp', '--thread', new)}."
+        )

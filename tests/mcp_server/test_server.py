@@ -29,6 +29,7 @@ def test_the_tools_are_listed_with_typed_parameters_and_descriptions(thread_dir:
         "handoff_acknowledge",
         "handoff_history",
         "handoff_show",
+        "handoff_threads",
         "handoff_checkpoint",
         "adopt_checkpoint",
     }
