@@ -1,12 +1,15 @@
 """Where a project's thread lives when no ``--thread`` is given: ``<project>/.handoff/main``.
 
-The project is found from the event's working directory, as git finds its repository: the
-nearest folder, from that directory upwards, that holds a ``.handoff`` folder or is the top of a
-git repository (holds ``.git``); else the directory itself. The search never climbs out of a
-repository nor above the user's home. So a hook fired while the agent works in a subfolder still
-finds the thread at the top of the project, and a project without a repository keeps its thread
-where the agent started. A folder that cannot be looked at (a name too long, no permission) holds
-neither: the search goes on upwards, as git's does.
+A project is a folder that ``handoff install`` set up: it holds a ``.handoff`` folder. The project
+is found from the event's working directory, as git finds its repository: the nearest folder,
+from that directory upwards, holding ``.handoff``. The search never climbs out of a repository
+(it stops at the folder holding ``.git``) nor above the user's home. When it finds none there is
+no project, and the hooks make nothing: an event's working directory (one that does not exist, the
+system's temp folder, a repository nobody set up) never gets a folder of the hooks' making. So a
+hook fired while the agent works in a subfolder still finds the thread at the top of the project,
+and a project inside a larger repository (a monorepo's package) is found as itself. A folder that
+cannot be looked at (a name too long, no permission) holds neither marker: the search goes on
+upwards, as git's does.
 """
 
 from __future__ import annotations
@@ -23,17 +26,18 @@ HANDOFF_DIR: Final = ".handoff"
 DEFAULT_THREAD: Final = Path(HANDOFF_DIR, "main")
 
 
-def project_of(cwd: Path) -> Path:
-    """The project *cwd* is in: the nearest folder upwards with ``.handoff`` or ``.git``, else *cwd*."""
+def project_of(cwd: Path) -> Path | None:
+    """The project *cwd* is in: the nearest folder upwards holding ``.handoff``, not above the top of
+    *cwd*'s repository nor above the user's home; None when there is none (the project is not set up)."""
     start = cwd.absolute()
     home = Path.home()
     for folder in (start, *start.parents):
         marker = _mode(folder / HANDOFF_DIR)
-        if (marker is not None and stat.S_ISDIR(marker)) or _mode(folder / ".git") is not None:
+        if marker is not None and stat.S_ISDIR(marker):
             return folder
-        if folder == home:
-            break
-    return start
+        if _mode(folder / ".git") is not None or folder == home:
+            return None
+    return None
 
 
 def _mode(path: Path) -> int | None:
@@ -48,6 +52,8 @@ def _mode(path: Path) -> int | None:
         return None
 
 
-def default_thread(cwd: Path) -> Path:
-    """The thread a hook uses when none is named: :data:`DEFAULT_THREAD` in :func:`project_of` *cwd*."""
-    return project_of(cwd) / DEFAULT_THREAD
+def default_thread(cwd: Path) -> Path | None:
+    """The thread a hook uses when none is named: :data:`DEFAULT_THREAD` in :func:`project_of` *cwd*;
+    None when *cwd* is in no project that ``handoff install`` set up."""
+    project = project_of(cwd)
+    return None if project is None else project / DEFAULT_THREAD

@@ -16,6 +16,12 @@ What each event does:
 - pre-compact and session end: journal the event; nothing is said to the agent.
 - any other event: nothing.
 
+Without ``--thread``, the thread is ``.handoff/main`` of the project install set up around the
+event's working directory (:mod:`~handoff_files.hooks.location`); where there is none the hook
+makes nothing, answers as if it had nothing to say, and says why in one stderr line (exit 0: a
+project not set up is no failure of the agent's). A thread given by name gets its missing folders,
+each 0700.
+
 Nothing raises: a body that is not a JSON event gives exit code 1 (every agent's "this hook
 failed, carry on") and one line on stderr. So does a thread that cannot be used, whatever the
 system says of it (a working directory that is a file, a name too long): every ``HandoffError``,
@@ -40,7 +46,7 @@ from handoff_files.hooks.formats import (
     context_output,
     quiet_output,
 )
-from handoff_files.hooks.location import default_thread
+from handoff_files.hooks.location import HANDOFF_DIR, default_thread
 from handoff_files.hooks.sessions import read_session, record
 from handoff_files.hooks.stop import stop_reason
 from handoff_files.hooks.worktree import worktree_digest
@@ -82,14 +88,48 @@ def run_hook(agent: Agent, event: bytes, *, thread: Path | None) -> HookReply:
     if parsed.kind is None:
         return HookReply(quiet_output(agent), 0)
     try:
-        if thread is None:
-            if parsed.cwd is None:
-                why = f"the {parsed.who} event names no working directory; pass --thread DIR"
-                return HookReply("", ERROR_EXIT, f"handoff hook {agent}: {why}")
-            thread = default_thread(parsed.cwd)
-        return _answer(parsed, thread)
+        where = _thread(parsed, thread)
+        return where if isinstance(where, HookReply) else _answer(parsed, where)
     except _FAILURES as exc:
         return HookReply("", ERROR_EXIT, _line(f"handoff hook {agent}: {exc}"))
+
+
+def _thread(event: HookEvent, given: Path | None) -> Path | HookReply:
+    """The thread *event* goes to, or the reply when it goes to none (no working directory, no project).
+
+    A thread found from the working directory is in a project install set up (its ``.handoff`` is
+    there); a thread given by name gets its missing folders made, private. Nothing else is made.
+    """
+    if given is not None:
+        if event.kind != "stop":  # a stop only ever writes to a thread its session's start made
+            _make_parents(given)
+        return given
+    if event.cwd is None:
+        why = f"the {event.who} event names no working directory; pass --thread DIR"
+        return HookReply("", ERROR_EXIT, f"handoff hook {event.agent}: {why}")
+    found = default_thread(event.cwd)
+    if found is None:
+        return HookReply(quiet_output(event.agent), 0, _line(f"handoff hook {event.agent}: {_not_set_up(event)}"))
+    return found
+
+
+def _not_set_up(event: HookEvent) -> str:
+    """Why a hook without ``--thread`` did nothing: the event's working directory is in no project set up."""
+    return (
+        f"nothing done: {event.cwd} is in no project set up for handoff (no {HANDOFF_DIR} folder from there "
+        f"up to its repository's top); to use one, run `handoff install {event.agent}` in the project, "
+        "or give the hook --thread"
+    )
+
+
+def _make_parents(thread: Path) -> None:
+    """Make the missing folders above a thread given by name, each private (0700), as the thread itself is.
+
+    :raises OSError: if one cannot be made (the caller reports it in one line).
+    """
+    missing = [folder for folder in thread.absolute().parents if not folder.is_dir()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700)  # mkdir(parents=True) would make every folder above the last one 0755
 
 
 def _answer(event: HookEvent, thread: Path) -> HookReply:

@@ -1,4 +1,4 @@
-"""Fixtures for the hooks: a project folder that is a git repository, and its default thread."""
+"""Fixtures for the hooks: a git repository, the same set up as ``handoff install`` sets it up, its default thread."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from tests.hooks.helpers import git
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A git repository with one committed file: the project the agent works in (its thread goes under it)."""
+def repository(tmp_path: Path) -> Path:
+    """A git repository with one committed file, not set up for the hooks (no ``.handoff`` folder)."""
     root = tmp_path / "project"
     root.mkdir()
     git(root, "init", "-q")
@@ -19,6 +19,14 @@ def project(tmp_path: Path) -> Path:
     git(root, "add", "app.py")
     git(root, "commit", "-q", "-m", "start")
     return root
+
+
+@pytest.fixture
+def project(repository: Path) -> Path:
+    """*repository* set up as ``handoff install`` sets it up (a private ``.handoff`` folder): the project the
+    agent works in. The hooks find it by that folder and make its thread there; nowhere else."""
+    (repository / ".handoff").mkdir(mode=0o700)
+    return repository
 
 
 @pytest.fixture

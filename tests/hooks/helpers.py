@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +45,14 @@ def hook_lines(thread: Path) -> list[Entry]:
     entries, problems = Journal(thread).entries()
     assert problems == []
     return [entry for entry in entries if entry.event == "hook"]
+
+
+def script(*args: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """Run ``python -m handoff_files ARGS`` as an agent runs the installed command (this checkout, via *env*)."""
+    argv = [sys.executable, "-m", "handoff_files", *args]
+    return subprocess.run(argv, input=stdin, env=env, capture_output=True, text=True, check=False, timeout=60)
+
+
+def tree(root: Path) -> dict[str, int]:
+    """Every path under *root* (folders too) with its mode: what a run made or changed shows."""
+    return {os.fspath(path.relative_to(root)): path.lstat().st_mode for path in sorted(root.rglob("*"))}

@@ -183,9 +183,9 @@ def test_an_existing_handoff_folder_marks_the_project_inside_a_larger_repository
     assert len(hook_lines(inner / ".handoff" / "main")) == 1
 
 
-def test_without_a_repository_the_thread_is_under_the_working_directory(tmp_path: Path) -> None:
+def test_without_a_repository_a_folder_set_up_is_the_project(tmp_path: Path) -> None:
     folder = tmp_path / "loose"
-    folder.mkdir()
+    (folder / ".handoff").mkdir(parents=True)
     reply = hook("cursor", documented.event("cursor", "session_start", folder))
     assert reply.exit_code == 0
     [line] = hook_lines(folder / ".handoff" / "main")
@@ -252,7 +252,7 @@ def test_a_working_directory_that_cannot_be_used_is_one_stderr_line_never_an_exc
 
 def test_a_name_too_long_is_not_a_project_marker(tmp_path: Path) -> None:
     deep = tmp_path / ("a" * 300) / "src"
-    assert project_of(deep) == deep  # no folder on the way up holds .handoff or .git
+    assert project_of(deep) is None  # no folder on the way up holds .handoff
 
 
 @pytest.mark.parametrize(

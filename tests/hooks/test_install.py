@@ -345,8 +345,9 @@ def test_a_missing_project_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_in_a_sub_project_of_a_repository_the_hooks_and_the_mcp_server_use_one_thread(
-    agent: Agent, project: Path
+    agent: Agent, repository: Path
 ) -> None:
+    project = repository
     sub = project / "packages" / "api"
     (sub / "src").mkdir(parents=True)
     install(agent, sub, dry_run=False)
@@ -364,7 +365,8 @@ def test_in_a_sub_project_of_a_repository_the_hooks_and_the_mcp_server_use_one_t
     assert not (project / ".handoff").exists()
 
 
-def test_install_marks_the_project_with_a_private_handoff_folder_and_a_dry_run_only_says_so(project: Path) -> None:
+def test_install_marks_the_project_with_a_private_handoff_folder_and_a_dry_run_only_says_so(repository: Path) -> None:
+    project = repository
     sub = project / "sub"
     sub.mkdir()
     dry = install("claude-code", sub, dry_run=True)
@@ -382,7 +384,10 @@ def test_install_marks_the_project_with_a_private_handoff_folder_and_a_dry_run_o
     assert install("claude-code", sub, dry_run=False).changed  # the folder alone is a change worth making
 
 
-def test_a_thread_elsewhere_is_named_in_the_hooks_and_no_handoff_folder_is_made(project: Path, tmp_path: Path) -> None:
+def test_a_thread_elsewhere_is_named_in_the_hooks_and_no_handoff_folder_is_made(
+    repository: Path, tmp_path: Path
+) -> None:
+    project = repository
     report = install("codex", project, dry_run=False, thread=tmp_path / "threads" / "api")
     assert report.handoff_dir is None
     assert not (project / ".handoff").exists()
@@ -427,7 +432,10 @@ def test_the_installed_hook_command_runs_in_a_shell(project: Path, tmp_path: Pat
 
 
 @pytest.mark.parametrize("executable", ["", "   ", "'unclosed"])
-def test_an_executable_that_is_not_a_command_is_refused_and_nothing_is_written(executable: str, project: Path) -> None:
+def test_an_executable_that_is_not_a_command_is_refused_and_nothing_is_written(
+    executable: str, repository: Path
+) -> None:
+    project = repository
     before = _snapshot(project)
     with pytest.raises(HandoffValidationError) as caught:
         install("claude-code", project, dry_run=False, executable=executable)

@@ -187,7 +187,7 @@ def test_the_threads_own_files_do_not_count_as_changes(project: Path, thread: Pa
 
 def test_outside_a_repository_only_the_length_counts(tmp_path: Path) -> None:
     folder = tmp_path / "loose"
-    folder.mkdir()
+    (folder / ".handoff").mkdir(parents=True)  # set up as install sets a project up, without git
     _start("claude-code", folder)
     (folder / "notes.txt").write_text("changed")
     assert not _blocked("claude-code", _stop("claude-code", folder))

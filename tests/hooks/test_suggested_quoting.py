@@ -13,6 +13,7 @@ def test_a_fresh_sessions_save_command_quotes_a_thread_path_with_a_space(tmp_pat
     project = tmp_path / "my project"
     project.mkdir()
     git(project, "init", "-q")
+    (project / ".handoff").mkdir(mode=0o700)  # set up, as handoff install sets a project up
     reply = hook("claude-code", documented.event("claude-code", "session_start", project))
     told = reply.stdout
     thread = project / ".handoff" / "main"
