@@ -18,8 +18,12 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
+from handoff_files.foundation.errors import HandoffError
 from handoff_files.hooks.event import HookEvent
 from handoff_files.hooks.formats import EVENT_KINDS, EventKind
+from handoff_files.thread.ackproof import RESUMED, claim
+from handoff_files.thread.journal import Entry
+from handoff_files.thread.mirror import read_mirror
 from handoff_files.thread.store import HandoffStore
 
 __all__ = ["HOOK_EVENT", "SessionLog", "read_session", "record"]
@@ -75,11 +79,11 @@ def read_session(store: HandoffStore, event: HookEvent) -> SessionLog:
     kinds = EVENT_KINDS[event.agent]
     start: tuple[str, dict[str, Any]] | None = None
     blocked = reported = False
-    resumed: list[tuple[str, int]] = []  # acknowledgements with the code: when, and of which generation
+    claimed: list[Entry] = []  # "resumed" lines that say they were made with the code (their proofs say if so)
     for entry in entries:
         extra = entry.extra
-        if entry.event == "resumed" and extra.get("code") == "right" and entry.generation is not None:
-            resumed.append((entry.at, entry.generation))
+        if entry.event == RESUMED and extra.get("code") == "right" and entry.generation is not None:
+            claimed.append(entry)
         if entry.event != HOOK_EVENT or extra.get("agent") != event.agent or extra.get("session_id") != event.session:
             continue
         reported = reported or "unacknowledged" in extra
@@ -94,11 +98,33 @@ def read_session(store: HandoffStore, event: HookEvent) -> SessionLog:
     worktree = extra.get("worktree")
     briefed = extra.get("briefed") if isinstance(extra.get("briefed"), int) else None
     began = _moment(at)
-    acknowledged = briefed is not None and any(
-        (when := _moment(moment)) is not None and began is not None and when >= began and generation >= briefed
-        for moment, generation in resumed
-    )
+    since = [entry for entry in claimed if _answers(entry, began, briefed)]
+    # only a proof that checks counts: a line saying "right" is what any writer of the folder can append
+    thread_id = _thread_id(store) if since else None
+    acknowledged = any(claim(entry, thread_id=thread_id) == "proven" for entry in since)
     return SessionLog(began, worktree if isinstance(worktree, str) else None, blocked, briefed, acknowledged, reported)
+
+
+def _answers(entry: Entry, began: dt.datetime | None, briefed: int | None) -> bool:
+    """Whether *entry* acknowledges the briefing of generation *briefed* shown at *began* (or a newer one)."""
+    when = _moment(entry.at)
+    if briefed is None or began is None or when is None or entry.generation is None:
+        return False
+    return when >= began and entry.generation >= briefed
+
+
+def _thread_id(store: HandoffStore) -> str | None:
+    """The thread's id, which no save changes: as state.json says, else the newest verified generation
+    (None: neither reads, so no proof checks).
+    """
+    try:
+        return read_mirror(store.mirror_path).thread_id
+    except HandoffError:
+        pass  # missing or damaged: the generations still tell
+    try:
+        return store.restore().handoff.thread_id
+    except HandoffError:
+        return None
 
 
 def _moment(text: str) -> dt.datetime | None:
