@@ -8,9 +8,20 @@ from typing import Annotated, Any, Final
 from pydantic import ConfigDict, Field, StringConstraints
 
 from handoff_files.format import model
-from handoff_files.foundation.names import FOLDER_PATTERN
+from handoff_files.foundation.names import FOLDER_PATTERN, ID_PATTERN
 
-__all__ = ["MEANINGS", "Decision", "Narrative", "Priority", "State", "ThreadName", "Warning", "layer_list"]
+__all__ = [
+    "MEANINGS",
+    "AgentId",
+    "Decision",
+    "Narrative",
+    "NewThreadName",
+    "Priority",
+    "State",
+    "ThreadName",
+    "Warning",
+    "layer_list",
+]
 
 #: What each field of the layers means, for the model filling it in (a field the handoff model
 #: describes itself keeps its own description).
@@ -109,3 +120,15 @@ ThreadName = Annotated[
         )
     ),
 ]
+
+#: A new thread's name under the root: the same rule, advertised, and checked by the server.
+NewThreadName = Annotated[
+    str,
+    Field(
+        json_schema_extra={"pattern": FOLDER_PATTERN},
+        description="the new thread's name: a new folder (lower-case letters, digits, '.', '_', '-')",
+    ),
+]
+
+#: An agent id, as a descriptor's ``to_agent`` takes it.
+AgentId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]

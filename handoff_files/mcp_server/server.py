@@ -27,7 +27,17 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError(msg) from exc
 
 from handoff_files.mcp_server.app import HandoffServer, OneAtATime
-from handoff_files.mcp_server.arguments import Decision, Narrative, Priority, State, ThreadName, Warning, layer_list
+from handoff_files.mcp_server.arguments import (
+    AgentId,
+    Decision,
+    Narrative,
+    NewThreadName,
+    Priority,
+    State,
+    ThreadName,
+    Warning,
+    layer_list,
+)
 from handoff_files.mcp_server.briefings import add_briefings, restore
 from handoff_files.mcp_server.outputs import (
     Acknowledged,
@@ -197,7 +207,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> HandoffServer
 
     @server.handoff_tool(writes)
     def handoff_checkpoint(
-        to_agent: Annotated[str | None, Field(description="the agent meant to adopt it, if known")] = None,
+        to_agent: Annotated[AgentId | None, Field(description="the agent meant to adopt it, if known")] = None,
         generation: Annotated[int | None, Field(ge=1, description="which generation (default: the newest)")] = None,
         thread: ThreadName = None,
     ) -> Checkpoint:
@@ -221,7 +231,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> HandoffServer
     @server.handoff_tool(writes, description=adopting)
     def adopt_checkpoint(
         descriptor: Annotated[dict[str, Any], Field(description="the descriptor handoff_checkpoint returned")],
-        new_thread: Annotated[str, Field(description="the new thread's name: a new folder, lower case")],
+        new_thread: NewThreadName,
     ) -> Adopted:
 
         def work() -> Adopted:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff_files.format.model import MAX_ITEMS, MAX_NARRATIVE, HandoffContent
-from handoff_files.foundation.names import FOLDER_PATTERN
+from handoff_files.foundation.names import FOLDER_PATTERN, ID_PATTERN
 from tests.mcp_server.helpers import LAYERS, Client, server, talk, text
 
 
@@ -46,6 +46,9 @@ def test_the_input_schemas_carry_the_models_limits_and_describe_every_field(thre
             assert field.get("description"), (tool.name, name)
     thread = next(branch for branch in save["properties"]["thread"]["anyOf"] if branch["type"] == "string")
     assert thread["pattern"] == FOLDER_PATTERN
+    assert tools["adopt_checkpoint"].input_schema["properties"]["new_thread"]["pattern"] == FOLDER_PATTERN
+    to_agent = tools["handoff_checkpoint"].input_schema["properties"]["to_agent"]["anyOf"]
+    assert next(branch for branch in to_agent if branch["type"] == "string")["pattern"] == ID_PATTERN
     state = save["$defs"]["State"]["properties"]
     for name in ("energy_level", "error_count", "session_id"):
         assert len(state[name]["description"]) > 20, name
