@@ -11,15 +11,21 @@ import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 
 from handoff_files.format.wording import describe_errors
 from handoff_files.foundation.errors import HandoffError
 
-__all__ = ["HandoffServer", "OneAtATime"]
+__all__ = ["HandoffServer", "OneAtATime", "invalid_params"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
+
+
+def invalid_params(message: str) -> MCPError:
+    """A protocol error the client shows as it is: what a prompt's caller got wrong (the SDK's own is opaque)."""
+    return MCPError(INVALID_PARAMS, message)
 
 
 class OneAtATime:
@@ -28,8 +34,8 @@ class OneAtATime:
     def __init__(self) -> None:
         self._lock = threading.Lock()
 
-    def __call__(self, work: Callable[[], _T], *, error: type[Exception] = ToolError) -> _T:
-        """The result of *work*; its :class:`HandoffError` raised as *error* (a tool's, a resource's), text kept."""
+    def __call__(self, work: Callable[[], _T], *, error: Callable[[str], Exception] = ToolError) -> _T:
+        """The result of *work*; its :class:`HandoffError` raised as *error* (a tool's, a resource's…), text kept."""
         with self._lock:
             try:
                 return work()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
+from typing import Annotated, Final
 
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.prompts.base import UserMessage
+from pydantic import Field
 
-from handoff_files.mcp_server.app import HandoffServer, OneAtATime
+from handoff_files.mcp_server.app import HandoffServer, OneAtATime, invalid_params
 from handoff_files.mcp_server.outputs import Restore
 from handoff_files.mcp_server.targets import Targets
 from handoff_files.uptake.briefing import DEFAULT_BUDGET, briefing_for
@@ -57,7 +58,7 @@ def add_briefings(server: HandoffServer, targets: Targets, run: OneAtATime) -> N
         return run(lambda: restore(targets.pick(thread)).briefing, error=ResourceError)
 
     def resume_from(thread: str | None) -> UserMessage:
-        out = run(lambda: restore(targets.pick(thread)), error=ValueError)
+        out = run(lambda: restore(targets.pick(thread)), error=invalid_params)
         where = f' and thread "{thread}"' if thread else ""
         if out.code is None:
             return UserMessage(_FRESH.format(where=where))
@@ -82,5 +83,7 @@ def add_briefings(server: HandoffServer, targets: Targets, run: OneAtATime) -> N
             return read(thread)
 
         @server.prompt(name="resume", title=title, description=about)
-        def resume_thread(thread: str) -> list[UserMessage]:
+        def resume_thread(
+            thread: Annotated[str, Field(description="the thread's name under the server's root")],
+        ) -> list[UserMessage]:
             return [resume_from(thread)]

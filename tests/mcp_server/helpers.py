@@ -14,8 +14,9 @@ from tests.conftest import ROOT
 
 mcp = pytest.importorskip("mcp", reason="the [mcp] extra is part of the test extras")
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
-__all__ = ["LAYERS", "Client", "server", "talk", "text"]
+__all__ = ["LAYERS", "Client", "MCPError", "server", "talk", "text"]
 
 _T = TypeVar("_T")
 

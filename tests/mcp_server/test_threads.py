@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from handoff_files import HandoffStore
 from handoff_files.foundation.names import is_folder_name
 from handoff_files.langgraph.layout import folder_name
-from tests.mcp_server.helpers import LAYERS, Client, server, talk, text
+from tests.mcp_server.helpers import LAYERS, Client, MCPError, server, talk, text
 
 
 def test_a_root_server_lists_its_threads_with_their_newest_generation(tmp_path: Path) -> None:
@@ -75,6 +77,14 @@ def test_a_root_server_serves_each_threads_briefing_and_resume_by_name(tmp_path:
         out["read"] = await client.read_resource("handoff://threads/alpha/briefing")
         out["prompt"] = await client.get_prompt("resume", {"thread": "alpha"})
         out["fresh"] = await client.get_prompt("resume", {"thread": "gamma"})
+        out["prompts"] = (await client.list_prompts()).prompts
+        for key, call in (
+            ("bad resource", client.read_resource("handoff://threads/CAPS/briefing")),
+            ("bad prompt", client.get_prompt("resume", {"thread": "CAPS"})),
+        ):
+            with pytest.raises(MCPError) as refused:
+                await call
+            out[key] = str(refused.value)
         return out
 
     out = talk(server("--root", str(root)), session)
@@ -84,6 +94,9 @@ def test_a_root_server_serves_each_threads_briefing_and_resume_by_name(tmp_path:
     assert 'and thread "alpha"' in out["prompt"].messages[0].content.text
     assert "Nothing was handed off on this thread yet" in out["fresh"].messages[0].content.text
     assert not (root / "gamma").exists()  # a prompt reads only
+    assert out["prompts"][0].arguments[0].description == "the thread's name under the server's root"
+    for key in ("bad resource", "bad prompt"):  # the reason, not the SDK's "Internal server error"
+        assert "thread 'CAPS' is not a valid id for a folder under the root" in out[key], (key, out[key])
 
 
 def test_thread_names_under_a_root_follow_the_savers_folder_rule(tmp_path: Path) -> None:
