@@ -41,6 +41,7 @@ __all__ = [
     "EventKind",
     "block_output",
     "context_output",
+    "hook_lock_wait",
     "quiet_output",
 ]
 
@@ -73,6 +74,19 @@ EVENT_KINDS: Final[dict[Agent, dict[str, EventKind]]] = {
         "sessionEnd": "session_end",
     },
 }
+
+#: Seconds a hook waits for the thread's writers' lock (a save in progress takes milliseconds; a
+#: writer stuck longer is reported). Well inside the agents' hook timeouts: install writes 30 s for
+#: every hook but the session end's 10 s (Claude Code, Cursor), and Codex caps a SessionEnd hook at
+#: 3 s, whatever its entry says; starting Python and answering need the rest.
+_LOCK_WAIT: Final = 5.0
+_END_LOCK_WAIT: Final = 1.0
+
+
+def hook_lock_wait(kind: EventKind | None) -> float:
+    """Seconds a hook of *kind* waits for the thread's writers' lock before it answers without it."""
+    return _END_LOCK_WAIT if kind == "session_end" else _LOCK_WAIT
+
 
 #: The exit code of a hook that could not do its work: every agent reads any code but 0 and 2 as
 #: "this hook failed, carry on" and shows the stderr line; 2 would block or deny, so it is never used.

@@ -11,11 +11,12 @@ The hooks and the MCP server must use one thread. The MCP entry names it by its 
 the hooks, on the default thread ``PROJECT/.handoff/main``, are left without ``--thread`` and find
 it from the event's working directory (:mod:`~handoff_files.hooks.location`): the nearest folder
 up holding ``.handoff``, within its repository. So install makes ``PROJECT/.handoff`` (mode 0700)
-when it is missing; a hook makes nothing in a folder that has none, and a project inside a larger
-repository (a monorepo's package) is found as itself, not as the repository's top. That keeps the hook commands free of this machine's paths: the same
-settings file works in another checkout, or on a teammate's machine, wherever ``.handoff`` marks
-the project (it does once install has run there). Writing ``--thread ABS`` into every hook would
-agree too, but would tie each hook to one folder on one machine. A thread given elsewhere
+when it is missing; a hook makes nothing in a folder that has none, and a project inside a
+larger repository (a monorepo's package) is found as itself, not as the repository's top. That
+keeps the hook commands free of this machine's paths: the same settings file works in another
+checkout, or on a teammate's machine, wherever ``.handoff`` marks the project (it does once
+install has run there). Writing ``--thread ABS`` into every hook would agree too, but would tie
+each hook to one folder on one machine. A thread given elsewhere
 (``thread=``) is written into the hooks' commands, and no ``.handoff`` folder is made.
 """
 

@@ -44,6 +44,7 @@ from handoff_files.hooks.formats import (
     Agent,
     block_output,
     context_output,
+    hook_lock_wait,
     quiet_output,
 )
 from handoff_files.hooks.location import HANDOFF_DIR, default_thread
@@ -133,7 +134,7 @@ def _make_parents(thread: Path) -> None:
 
 
 def _answer(event: HookEvent, thread: Path) -> HookReply:
-    store = HandoffStore(thread)
+    store = HandoffStore(thread, lock_timeout=hook_lock_wait(event.kind))
     if event.kind == "session_start":
         return _session_start(store, event, thread)
     if event.kind == "stop":

@@ -30,6 +30,7 @@ from handoff_files.foundation.clock import iso_z, utc_now
 from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, NoHandoffError
 from handoff_files.hooks.event import HookEvent
+from handoff_files.hooks.formats import hook_lock_wait
 from handoff_files.hooks.sessions import read_session, record
 from handoff_files.hooks.worktree import worktree_digest
 from handoff_files.thread.store import HandoffStore
@@ -52,7 +53,7 @@ def stop_reason(thread: Path, event: HookEvent, *, now: dt.datetime | None = Non
         return None
     if event.agent == "cursor" and event.status not in (None, "completed"):
         return None  # aborted by the user, or an error: not a finished turn to follow up on
-    store = HandoffStore(thread)
+    store = HandoffStore(thread, lock_timeout=hook_lock_wait("stop"))
     log = read_session(store, event)
     if log.started is None or log.blocked:
         return None

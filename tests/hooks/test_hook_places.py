@@ -9,16 +9,20 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
-from handoff_files.hooks.formats import AGENTS, Agent
+from handoff_files import HandoffStore
+from handoff_files.foundation.lock import WriterLock
+from handoff_files.hooks.formats import AGENTS, Agent, EventKind, hook_lock_wait
+from handoff_files.thread.trust import trust
 from tests.hooks import documented
-from tests.hooks.helpers import hook_lines, script, tree
+from tests.hooks.helpers import content, hook_lines, script, tree
 
 
-def _run(agent: Agent, kind: str, cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
+def _run(agent: Agent, kind: EventKind, cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
     done = script("hook", agent, *args, env=env, stdin=json.dumps(documented.event(agent, kind, cwd)))
     assert "Traceback" not in done.stderr
     assert done.stderr.count("\n") <= 1, done.stderr
@@ -45,7 +49,7 @@ def _not_set_up(agent: Agent, reply: tuple[int, str, str]) -> None:
     ],
 )
 def test_a_working_directory_that_does_not_exist_is_never_created(
-    agent: Agent, kind: str, tmp_path: Path, subprocess_env: dict[str, str]
+    agent: Agent, kind: EventKind, tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
     before = tree(tmp_path)
     _not_set_up(agent, _run(agent, kind, tmp_path / "gone" / "work", subprocess_env))
@@ -106,3 +110,46 @@ def test_a_thread_given_whose_folders_are_missing_gets_them_private(
     assert len(hook_lines(thread)) == 1
     for folder in (tmp_path / "threads", tmp_path / "threads" / "team", thread):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+@pytest.mark.parametrize(
+    ("agent", "kind", "agents_timeout"),
+    [
+        pytest.param("claude-code", "session_end", 10, id="claude-code-end"),  # the timeout install writes
+        pytest.param("codex", "session_end", 3, id="codex-end"),  # Codex caps SessionEnd hooks at 3 s
+        pytest.param("cursor", "pre_compact", 30, id="cursor-compact"),
+    ],
+)
+def test_a_held_writers_lock_ends_the_hook_in_one_line_well_inside_its_agents_timeout(
+    agent: Agent, kind: EventKind, agents_timeout: float, project: Path, subprocess_env: dict[str, str]
+) -> None:
+    thread = project / ".handoff" / "main"
+    began = time.monotonic()
+    assert _run(agent, kind, project, subprocess_env)[0] == 0  # the lock free: the time a hook takes here
+    free = time.monotonic() - began
+    with WriterLock(thread, timeout=0).held():  # a stuck writer: another process holds the lock throughout
+        began = time.monotonic()
+        code, _, stderr = _run(agent, kind, project, subprocess_env)
+        took = time.monotonic() - began
+    assert code == 1, stderr
+    assert stderr.startswith(f"handoff hook {agent}: ")
+    assert ".lock" in stderr
+    wait = hook_lock_wait(kind)
+    assert wait <= agents_timeout / 3  # well inside: the rest is for starting Python and the answer
+    assert took < free + wait + 2, (took, free)  # it waited that long, no longer (a loaded machine aside)
+
+
+def test_a_session_start_behind_a_held_lock_still_briefs_and_says_so_in_one_line(
+    project: Path, thread: Path, subprocess_env: dict[str, str]
+) -> None:
+    HandoffStore(thread).save(content())
+    trust(thread)
+    with WriterLock(thread, timeout=0).held():
+        began = time.monotonic()
+        code, stdout, stderr = _run("claude-code", "session_start", project, subprocess_env)
+        took = time.monotonic() - began
+    assert code == 0, stderr
+    assert "build the index for step 2" in json.loads(stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "not journaled" in stderr
+    assert ".lock" in stderr
+    assert took < 20, took  # Claude Code's SessionStart timeout, as install writes it, is 30 s
