@@ -13,7 +13,7 @@ import pydantic
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, detect_format, parse, parse_json
-from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff
+from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff, integral
 from handoff_files.format.versions import LEGACY_VERSIONS, check_version, migrate_document, verify_legacy_checksum
 from handoff_files.format.wording import describe_errors
 from handoff_files.foundation.atomic import Stamp, read_bytes
@@ -127,6 +127,8 @@ def _decode(
     version = check_version(document, path)
     if version in LEGACY_VERSIONS:
         return _migrated(document, path, assumed=assumed)
+    # the seal covers the values the model holds: an integer written 2.0 is sealed as 2
+    document = integral(document)
     sealed = _seal_matches(document)
     try:
         handoff = Handoff.model_validate(document, context={PARSED: True})

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 import orjson
@@ -10,21 +13,27 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
     StringConstraints,
     ValidationInfo,
+    WithJsonSchema,
 )
+from pydantic_core import PydanticCustomError
 
 from handoff_files.foundation.names import ID_PATTERN
 
 __all__ = [
     "ID_PATTERN",
+    "INTEGER_PATHS",
+    "RFC3339_PATTERN",
     "SCHEMA_VERSION",
     "AdoptedFrom",
     "Context",
     "Decision",
+    "Generation",
     "Handoff",
     "HandoffContent",
     "Lineage",
@@ -33,7 +42,9 @@ __all__ = [
     "Priority",
     "Seal",
     "State",
+    "Timestamp",
     "Warning",
+    "integral",
 ]
 
 #: The schema version this library writes.
@@ -52,10 +63,51 @@ MAX_INT: Final = 2**63 - 1  # envelope and counters: signed 64-bit
 MIN_INT: Final = -(2**63)
 MAX_UINT: Final = 2**64 - 1  # free-form data: what the canonical encoder writes exactly (i64 and u64)
 
+#: An RFC 3339 date-time with its offset, as the format writes it: ``T`` between date and time,
+#: seconds always, at most six digits of fraction (what a time holds: no digit is dropped), real
+#: months, hours and offsets. The pattern is the JSON Schema's too; the one rule it cannot say
+#: (29 February of a year that has none) the library still refuses (docs/format.md).
+RFC3339_PATTERN: Final = (
+    r"^(?!0000)[0-9]{4}-"
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-9]))"
+    r"[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?"
+    r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+_RFC3339: Final = re.compile(RFC3339_PATTERN.removesuffix("$"))
+
+
+def _rfc3339(value: object) -> object:
+    # a number is not a time here (pydantic's lax mode reads 0 or "1704067200" as seconds since
+    # 1970): text must be RFC 3339; a datetime a Python caller passes is taken as it is
+    if isinstance(value, dt.datetime) or (isinstance(value, str) and _RFC3339.fullmatch(value)):
+        return value
+    kind, msg = "datetime_type", "expected an RFC 3339 date-time string"  # worded as a time in .wording
+    raise PydanticCustomError(kind, msg)
+
+
+#: A time with its offset: RFC 3339 text in a file (never a number), or an aware datetime from Python.
+Timestamp = Annotated[
+    AwareDatetime,
+    Field(strict=False),
+    BeforeValidator(_rfc3339),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN}),
+]
+
+
+def _integer(value: object) -> object:
+    # JSON Schema's data model counts 2.0 and 1e3 as the integers 2 and 1000 and cannot tell them
+    # apart, so the library reads them so too (docs/format.md, "Numbers"); 2.5 stays refused
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Short = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHORT)]
 Digest = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+:[0-9a-f]{16,128}$")]
-Count = Annotated[int, Field(ge=0, le=MAX_INT)]
+# whole numbers, written 2 or (as JSON Schema allows) 2.0 or 2e0; the bounds sit inside the
+# validator so the schema states them as minimum/maximum (outside, pydantic writes unknown keys)
+Count = Annotated[int, Field(ge=0, le=MAX_INT), BeforeValidator(_integer)]
+Generation = Annotated[int, Field(ge=1, le=MAX_INT), BeforeValidator(_integer)]
+SessionNumber = Annotated[int, Field(ge=MIN_INT, le=MAX_UINT), BeforeValidator(_integer)]
 MAX_DATA_DEPTH: Final = 48  # nesting inside one free-form tree (state.data, tool_state, metadata)
 MAX_DEPTH: Final = 64  # nesting of a whole file: the deepest free-form tree plus the layers around it
 
@@ -142,8 +194,8 @@ class _Strict(BaseModel):
 class State(_Strict):
     """The facts: current values of the things that matter."""
 
-    session_id: int | Annotated[str, StringConstraints(max_length=256)] | None = None
-    timestamp: Annotated[AwareDatetime | None, Field(strict=False)] = None
+    session_id: SessionNumber | Annotated[str, StringConstraints(max_length=256)] | None = None
+    timestamp: Timestamp | None = None
     active_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
     completed_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
     blocked_tasks: Annotated[list[Short], Field(max_length=MAX_ITEMS)] = []
@@ -184,7 +236,7 @@ class Message(_Strict):
 
     role: Annotated[str, StringConstraints(min_length=1, max_length=64)]
     content: Annotated[str, StringConstraints(max_length=MAX_MESSAGE)]
-    timestamp: Annotated[AwareDatetime | None, Field(strict=False)] = None
+    timestamp: Timestamp | None = None
     tool_call_id: Annotated[str, StringConstraints(max_length=256)] | None = None
     name: Annotated[str, StringConstraints(max_length=256)] | None = None
     metadata: JsonMap | None = None
@@ -211,7 +263,7 @@ class AdoptedFrom(_Strict):
 
     agent_id: Id
     thread_id: Id
-    generation: Annotated[int, Field(ge=1, le=MAX_INT)]
+    generation: Generation
     blob_id: Annotated[str, StringConstraints(max_length=256)]
     blob_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
@@ -268,8 +320,8 @@ class Handoff(HandoffContent):
     schema_version: Literal["2.0"]
     agent_id: Id
     thread_id: Id
-    generation: Annotated[int, Field(ge=1, le=MAX_INT)]
-    created_at: Annotated[AwareDatetime, Field(strict=False)]
+    generation: Generation
+    created_at: Timestamp
     parent: Digest | None = None
     lineage: Lineage = Field(default_factory=Lineage, json_schema_extra={"default": _LINEAGE_DEFAULT})
     seal: Seal | None = None
@@ -277,3 +329,40 @@ class Handoff(HandoffContent):
     def content(self) -> HandoffContent:
         """Return the five layers alone, without the envelope."""
         return HandoffContent.model_validate({name: getattr(self, name) for name in HandoffContent.model_fields})
+
+
+#: Where a handoff holds an integer (the schema's ``"type": "integer"``; a test keeps the two equal).
+INTEGER_PATHS: Final = (
+    ("generation",),
+    ("state", "session_id"),
+    ("state", "error_count"),
+    ("lineage", "adopted_from", "generation"),
+)
+
+
+def integral(document: Mapping[str, Any]) -> dict[str, Any]:
+    """*document* with each integer written with a fraction or exponent (``2.0``, ``1e3``) as the integer.
+
+    The seal covers the values the model holds, and the model reads ``2.0`` as ``2``: the loader
+    verifies a seal over this, so a sealed file is never handed out with values it was not sealed
+    with. Only :data:`INTEGER_PATHS` change (free-form data keeps ``2.0``); the input is not changed.
+
+    :param document: a parsed handoff (any shape: what is not where an integer belongs is left alone).
+    :returns: a new dict, or *document* itself copied shallowly when nothing changes.
+    """
+    result = dict(document)
+    for path in INTEGER_PATHS:
+        _integral_at(result, path)
+    return result
+
+
+def _integral_at(node: dict[str, Any], path: tuple[str, ...]) -> None:
+    head, *rest = path
+    value = node.get(head)
+    if not rest:
+        if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+            node[head] = int(value)
+        return
+    if isinstance(value, dict):
+        node[head] = child = dict(value)  # a copy at each level: the caller's document stays as it was
+        _integral_at(child, tuple(rest))

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 import pydantic
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from handoff_files.format.codec import parse_json
 from handoff_files.format.loader import describe
-from handoff_files.format.model import MAX_INT, Id
+from handoff_files.format.model import Generation, Id, Timestamp
 from handoff_files.format.schema import SCHEMA_DIR, model_schema, render_schema
 from handoff_files.foundation.errors import DescriptorError, HandoffParseError, HandoffTooLargeError
 
@@ -51,13 +51,13 @@ class Descriptor(BaseModel):
     source: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}:[1-9][0-9]{0,18}$")]
     agent_id: Id
     thread_id: Id
-    generation: Annotated[int, Field(ge=1, le=MAX_INT)]
+    generation: Generation
     checkpoint_id: Annotated[str, StringConstraints(pattern=r"^(blake3|blake2b|sha256):[0-9a-f]{64}$")]
     blob_id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     blob_sha256: Annotated[str, StringConstraints(pattern=_SHA256)]
     to_agent: Id | None = None
     summary: Annotated[str, StringConstraints(max_length=2000)] | None = None
-    created_at: Annotated[AwareDatetime, Field(strict=False)]
+    created_at: Timestamp
 
     def to_json(self) -> str:
         """The descriptor as one line of JSON (what ``handoff export`` prints)."""
