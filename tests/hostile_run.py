@@ -30,6 +30,7 @@ from handoff_files import (
     HandoffInbox,
     HandoffStore,
     LocalBlobStore,
+    Restored,
     handoff_checkpoint,
     load,
     verify_checkpoint,
@@ -209,7 +210,11 @@ def place(hostile: Hostile, target: Path, outside: bytes, case: Path) -> int:
 
 
 def _restore(thread: Path, target: Path, seed: Seed) -> str:
-    restored = HandoffStore(thread).restore()
+    return classify(HandoffStore(thread).restore(), target, seed)
+
+
+def classify(restored: Restored, target: Path, seed: Seed) -> str:
+    """The verdict on a restore: the generation it was, an older one with the damage named, or wrong."""
     known = seed.generations.get(restored.generation)
     if known is None:
         return f"wrong: generation {restored.generation} was never written"
@@ -298,14 +303,33 @@ def judge(entry: Entry, seed: Seed, case: Path, target: Path) -> str:
         return f"escaped: {type(exc).__name__}: {exc}"[:600]
 
 
-def run(entry: Entry, work: Path, inputs: list[Hostile], emit: Callable[[dict[str, Any]], None]) -> None:
+def bounded(entry: Entry, seed: Seed, case: Path, target: Path, seconds: float) -> str:
+    """:func:`judge` under an alarm of *seconds*: a read still running then is a ``hang``."""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return judge(entry, seed, case, target)
+    except Hang:
+        return f"hang: still running after {seconds} s"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(
+    entry: Entry,
+    work: Path,
+    inputs: list[Hostile],
+    emit: Callable[[dict[str, Any]], None],
+    *,
+    seconds: float = SECONDS,
+) -> None:
     """Feed every input to *entry*, each in a fresh copy of the seed, emitting its start and its verdict."""
     seed = make_seed(entry, work)
-    signal.signal(signal.SIGALRM, _alarm)
     warm = work / "warm-up"  # the first read imports what it uses: not an input's time or memory
     for part in _PARTS[entry.reader]:
         _copy(seed.root / part, warm / part)
-    judge(entry, seed, warm, _target(entry, seed, warm))
+    bounded(entry, seed, warm, _target(entry, seed, warm), seconds)
     for i, hostile in enumerate(inputs):
         case = work / f"case{i}"
         for part in _PARTS[entry.reader]:
@@ -316,20 +340,16 @@ def run(entry: Entry, work: Path, inputs: list[Hostile], emit: Callable[[dict[st
         target = _target(entry, seed, case)
         size = place(hostile, target, seed.outside, case)
         emit({"start": hostile.name})
+        if os.environ.get("HOSTILE_CRASH_AT") == hostile.name:  # a crash on demand: the parent's report is tested
+            os.kill(os.getpid(), signal.SIGKILL)  # not abort(): no core file
         with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
             clear.write("5")  # the peak (VmHWM) from here: earlier inputs' peaks are not this one's
         before = _rss("VmRSS:")
         started = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, SECONDS)
-        try:
-            verdict = judge(entry, seed, case, target)
-        except Hang:
-            verdict = f"hang: still running after {SECONDS} s"
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        seconds = time.perf_counter() - started
+        verdict = bounded(entry, seed, case, target, seconds)
+        took = time.perf_counter() - started
         growth = _rss("VmHWM:") - before
-        emit({"name": hostile.name, "verdict": verdict, "seconds": seconds, "growth": growth, "size": size})
+        emit({"name": hostile.name, "verdict": verdict, "seconds": took, "growth": growth, "size": size})
         _drop_large(target)
 
 

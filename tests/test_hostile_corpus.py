@@ -15,15 +15,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
-from tests.hostile_corpus import ALLOWED
-from tests.hostile_run import ENTRIES, SECONDS
+from handoff_files import HandoffError, Restored
+from tests import hostile_run
+from tests.hostile_corpus import ALLOWED, STRUCTURAL
+from tests.hostile_run import ENTRIES, SECONDS, Seed, classify, run
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 #: Memory an input may add past ten times its size (the rule of tests/format/test_hostile_input.py).
@@ -147,6 +151,58 @@ def test_known_defect(entry: str, name: str, tmp_path: Path, subprocess_env: dic
     """Each defect the harness found, alone: it fails (xfail) until the library is fixed."""
     fed = feed(entry, tmp_path, subprocess_env, seeds=range(1), per_seed=0, large=False, only=(name,))
     check(entry, fed, minimum=1, tolerate=False)
+
+
+def _hangs(*_: object) -> str:
+    time.sleep(30)
+    return "equal"
+
+
+def _raises(*_: object) -> str:
+    return str(int("not a number"))  # a ValueError: what a parser's own error escaping looks like
+
+
+def _refuses_elsewhere(*_: object) -> str:
+    path = "/somewhere/else"
+    raise HandoffError(path, "refused without naming the file read")
+
+
+def _another_threads(seed: Seed, _case: Path, target: Path) -> str:
+    return classify(Restored(seed.outside_handoff, "primary", target), target, seed)
+
+
+def _older_with_no_problem(seed: Seed, _case: Path, target: Path) -> str:
+    return classify(Restored(seed.generations[2], "history", target.parent / "history"), target, seed)
+
+
+@pytest.mark.parametrize(
+    ("reader", "says"),
+    [
+        pytest.param(_hangs, "hang", id="a-hang"),
+        pytest.param(_raises, "escaped: ValueError", id="another-exception"),
+        pytest.param(_refuses_elsewhere, "unnamed", id="a-refusal-naming-another-file"),
+        pytest.param(_another_threads, "wrong", id="content-no-generation-had"),
+        pytest.param(_older_with_no_problem, "unreported", id="an-older-generation-with-no-problem-named"),
+    ],
+)
+def test_the_harness_gives_a_failing_verdict_to_what_the_rule_forbids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: Callable[[Seed, Path, Path], str], says: str
+) -> None:
+    """The harness itself: a reader that hangs, raises, refuses elsewhere or returns the wrong thing fails."""
+    monkeypatch.setitem(hostile_run._READERS, "restore", reader)  # the harness's own table of readers
+    lines: list[dict[str, Any]] = []
+    run(ENTRIES["primary-json"], tmp_path, [STRUCTURAL[0]], lines.append, seconds=0.5)
+    [verdict] = [line["verdict"] for line in lines if "verdict" in line]
+    assert verdict.startswith(says), verdict
+    assert verdict.split(":", 1)[0] not in ALLOWED
+
+
+def test_a_child_that_dies_fails_the_run_and_names_the_input_it_was_reading(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    env = {**subprocess_env, "HOSTILE_CRASH_AT": "nan"}
+    with pytest.raises(pytest.fail.Exception, match="while reading 'nan'"):
+        feed("load", tmp_path, env, seeds=range(0), per_seed=0, large=False, only=("empty", "nan", "infinity"))
 
 
 @pytest.mark.slow
