@@ -64,11 +64,11 @@ class HandoffServer(MCPServer):
             msg = f"Error executing tool {name}: invalid arguments: {describe_errors(cause, limit=5)}"
             raise ToolError(msg) from cause
 
-    def handoff_tool(self, annotations: ToolAnnotations, description: str | None = None) -> Callable[[_F], _F]:
-        """Register a tool whose description is its docstring, dedented (or *description*)."""
+    def handoff_tool(self, annotations: ToolAnnotations, *, then: str = "") -> Callable[[_F], _F]:
+        """Register a tool whose description is its docstring, dedented, and *then* (what depends on the server)."""
 
         def register(fn: _F) -> _F:
-            text = description if description is not None else inspect.cleandoc(fn.__doc__ or "")
+            text = " ".join(part for part in (inspect.cleandoc(fn.__doc__ or ""), then) if part)
             self.tool(description=text, annotations=annotations)(fn)
             return fn
 

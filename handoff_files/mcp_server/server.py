@@ -223,16 +223,12 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> HandoffServer
 
         return run(work)
 
-    adopting = (
-        "Adopt another agent's checkpoint: fetch its blob, verify its sha256 and seal, start a new thread with it. "
-        + targets.adoptions()
-    )
-
-    @server.handoff_tool(writes, description=adopting)
+    @server.handoff_tool(writes, then=targets.adoptions())
     def adopt_checkpoint(
         descriptor: Annotated[dict[str, Any], Field(description="the descriptor handoff_checkpoint returned")],
         new_thread: NewThreadName,
     ) -> Adopted:
+        """Adopt another agent's checkpoint: fetch its blob, verify its sha256 and seal, start a new thread with it."""
 
         def work() -> Adopted:
             from handoff_files.transfers.adopt import adopt_checkpoint as adopt  # noqa: PLC0415
