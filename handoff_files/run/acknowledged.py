@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from handoff_files.foundation.clock import utc_now
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.run.restart import AckWatch
-from handoff_files.thread.ackproof import claim
-from handoff_files.thread.journal import Journal
+from handoff_files.thread.ackproof import Claim, claim
+from handoff_files.thread.journal import Entry, Journal
 from handoff_files.thread.results import Restored
 
 __all__ = ["AckCheck"]
@@ -35,6 +36,7 @@ class AckCheck:
         self.report = report
         self.require_code = require_code
         self.with_code = False
+        self.since = utc_now()  # a line written before the start is an older one, copied
         self.told: set[str] = set()
         self.watch = AckWatch(journal, on_error=self._unreadable)
 
@@ -58,20 +60,9 @@ class AckCheck:
                 f"{self.restored.generation} that was restored for it: that is not its context"
             )
             return False
-        proved = claim(entry, thread_id=self.restored.handoff.thread_id)
+        proved = claim(entry, thread_id=self.restored.handoff.thread_id, since=self.since)
         if proved != "proven":
-            if proved == "forged":
-                why = (
-                    f"a resumed line of generation {generation} claims the code but its proof does not check "
-                    "(written by hand, or copied from another thread, generation or moment)"
-                )
-                counted = f"{why}: counted as acknowledged without the code"
-            else:
-                why = f"the agent acknowledged generation {generation} without its briefing's code (did it read it?)"
-                counted = (
-                    f"the agent acknowledged its context: resumed from generation {generation}, but without its "
-                    "briefing's code (did it read it?)"
-                )
+            why, counted = _without_code(proved, entry)
             if self.require_code:
                 self._tell(f"{why}: not counted, the run requires the code")
                 return False
@@ -80,3 +71,25 @@ class AckCheck:
         self.with_code = True
         self.report(f"the agent acknowledged its context: resumed from generation {generation} with the code")
         return True
+
+
+def _without_code(proved: Claim, entry: Entry) -> tuple[str, str]:
+    """Why *entry* does not count as made with the code, and what is said when it counts without it."""
+    generation = entry.generation
+    if proved == "forged":
+        why = (
+            f"a resumed line of generation {generation} claims the code but its proof does not check "
+            "(written by hand, or copied from another thread, generation or moment)"
+        )
+        return why, f"{why}: counted as acknowledged without the code"
+    if proved == "replayed":
+        why = (
+            f"a resumed line of generation {generation} claims the code but was written before this start "
+            f"(at {entry.at}): a copy of an older acknowledgement"
+        )
+        return why, f"{why}: counted as acknowledged without the code"
+    return (
+        f"the agent acknowledged generation {generation} without its briefing's code (did it read it?)",
+        f"the agent acknowledged its context: resumed from generation {generation}, but without its "
+        "briefing's code (did it read it?)",
+    )

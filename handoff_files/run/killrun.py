@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from handoff_files.foundation.atomic import TEMP_SUFFIX
+from handoff_files.foundation.clock import utc_now
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.run.killreport import Incarnation, Kill, KillRun, completed_tasks
 from handoff_files.run.process import exit_status, signal_group, start_group
@@ -237,6 +238,7 @@ class _Run:
     ) -> Incarnation:
         layout, start = self.layout, 0 if started is None else started.generation
         ack = AckWatch(Journal(layout))  # notes the newest "resumed" line before the start: the agent's is newer
+        since = utc_now()  # and written after the start: an older one copied in does not prove the code
         env = {**self.env, "HANDOFF_DIR": str(thread), "HANDOFF_GENERATION": str(start)}
         out, err = self.directory / f"{number}.out", self.directory / f"{number}.err"
         with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -271,7 +273,11 @@ class _Run:
         kill = Kill(signals.Signals(self.signal).name, sent[1] - begun, after, in_save) if landed else None
         text = [path.read_text(encoding="utf-8", errors="replace") for path in (out, err)]
         # with the code only if the line's proof checks: a line saying so is what any folder writer can append
-        proof = "none" if resumed is None or started is None else claim(resumed, thread_id=started.handoff.thread_id)
+        proof = (
+            "none"
+            if resumed is None or started is None
+            else claim(resumed, thread_id=started.handoff.thread_id, since=since)
+        )
         with_code = acknowledged and proof == "proven"
         return Incarnation(number, started, status, seconds, text[0], text[1], acknowledged, kill, left, with_code)
 

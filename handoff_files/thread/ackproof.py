@@ -10,6 +10,7 @@ proof copied from another thread, another generation or another moment does not 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import re
@@ -21,7 +22,7 @@ from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.secret import ack_key
 from handoff_files.thread.journal import Entry
 
-__all__ = ["RESUMED", "Claim", "claim", "identity", "proof_fields"]
+__all__ = ["RESUMED", "SLACK", "Claim", "claim", "identity", "proof_fields"]
 
 #: The journal event of an acknowledgement.
 RESUMED: Final = "resumed"
@@ -30,8 +31,12 @@ _DOMAIN: Final = b"handoff-files resumed-line proof v1\n"
 _HEX: Final = re.compile(r"[0-9a-f]{64}")
 
 #: What a "resumed" line says of the code: ``proven`` (it claims the code and its proof checks),
-#: ``forged`` (it claims the code but its proof is missing or does not check), ``none`` (no claim).
-Claim = Literal["proven", "forged", "none"]
+#: ``forged`` (it claims the code but its proof is missing or does not check), ``replayed`` (its
+#: proof checks but its time is before the moment the reader watches from: a copy of an older
+#: line), ``none`` (no claim).
+Claim = Literal["proven", "forged", "replayed", "none"]
+#: How far a line's time may lie before *since* (clocks step; ``at`` is cut to the millisecond).
+SLACK: Final = dt.timedelta(seconds=1)
 
 
 def identity(handoff: Handoff) -> str:
@@ -65,13 +70,14 @@ def proof_fields(handoff: Handoff, at: str) -> dict[str, str]:
     return {**fields, "proof": mac}
 
 
-def claim(entry: Entry, *, thread_id: str | None) -> Claim:
+def claim(entry: Entry, *, thread_id: str | None, since: dt.datetime | None = None) -> Claim:
     """Whether *entry* (a journal line of the thread *thread_id*) is an acknowledgement made with the code.
 
     Only the proof counts: a line that says ``code: "right"`` without a proof that checks under this
     user's key, this thread's id and the line's own generation, seal and time is ``forged``.
 
     :param thread_id: the thread's id, as a verified generation of it says (None: unknown, so nothing checks).
+    :param since: when the reader began to watch (a start): a line older than that is ``replayed``.
     """
     extra = entry.extra
     if entry.event != RESUMED or extra.get("code") != "right":
@@ -91,4 +97,17 @@ def claim(entry: Entry, *, thread_id: str | None) -> Claim:
         mac = _mac(agent_id=agent_id, thread_id=thread_id, generation=entry.generation, seal=seal, at=entry.at)
     except HandoffError:  # no key to check with: nothing proves the code
         return "forged"
-    return "proven" if hmac.compare_digest(mac, proof) else "forged"
+    if not hmac.compare_digest(mac, proof):
+        return "forged"
+    if since is not None and not _after(entry.at, since - SLACK):
+        return "replayed"
+    return "proven"
+
+
+def _after(at: str, moment: dt.datetime) -> bool:
+    """Whether the line's time *at* is at or after *moment* (a time that does not read is not)."""
+    try:
+        when = dt.datetime.fromisoformat(at)
+    except ValueError:
+        return False
+    return when.tzinfo is not None and when >= moment

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,18 @@ def test_handoff_run_require_code_refuses_an_agent_that_forges_its_acknowledgeme
         f"{FORGED} (written by hand, or copied from another thread, generation or moment): not counted" in done.stderr
     )
     assert "with the code" not in done.stderr.replace("claims the code", "")
+
+
+def test_an_earlier_starts_line_copied_after_the_start_does_not_count_with_the_code(thread_dir: Path) -> None:
+    """A byte-for-byte copy of an older acknowledgement of the same generation: its proof checks, its time is old."""
+    restored = _saved(thread_dir)
+    store = HandoffStore(thread_dir)
+    store.acknowledge(restored, code=code_for(restored.handoff))  # an earlier start's
+    store.acknowledge(restored)  # and a later one's, without the code: the newest line before this start
+    time.sleep(1.1)  # older than the start by more than the clocks' slack
+    check, told = _check(thread_dir, restored, require_code=True)
+    old = [line for line in (thread_dir / "journal.jsonl").read_bytes().splitlines(keepends=True) if b'"right"' in line]
+    with (thread_dir / "journal.jsonl").open("ab") as journal:
+        journal.write(old[-1])
+    assert not check.arrived()
+    assert "written before this start" in told[0]

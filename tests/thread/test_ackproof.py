@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from handoff_files import HandoffStore
 from handoff_files.foundation.secret import KEY_ENV
 from handoff_files.thread.ackcode import code_for
-from handoff_files.thread.ackproof import claim
+from handoff_files.thread.ackproof import SLACK, claim
 from handoff_files.thread.journal import Entry, Journal
 from tests.ackforgery import WRONG_PROOF, copy_line, forge
 from tests.writer_child import content
@@ -80,3 +81,12 @@ def test_a_proof_made_under_another_key_does_not_check(
     _acknowledged(thread_dir)
     monkeypatch.setenv(KEY_ENV, str(tmp_path / "another.key"))
     assert claim(_newest_resumed(thread_dir), thread_id="thread-1") == "forged"
+
+
+def test_a_proven_line_older_than_the_watched_start_is_replayed(thread_dir: Path) -> None:
+    _acknowledged(thread_dir)
+    line = _newest_resumed(thread_dir)
+    written = dt.datetime.fromisoformat(line.at)
+    assert claim(line, thread_id="thread-1", since=written) == "proven"
+    assert claim(line, thread_id="thread-1", since=written + SLACK) == "proven"  # clocks step
+    assert claim(line, thread_id="thread-1", since=written + SLACK + dt.timedelta(seconds=1)) == "replayed"
