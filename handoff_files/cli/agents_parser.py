@@ -63,7 +63,11 @@ def add_agent_commands(add: Add) -> None:
     p.add_argument("agent", choices=agents, help="which coding agent")
     p.add_argument("--project", default=".", metavar="PROJECT", help="the project folder (default: .)")
     p.add_argument("--thread", metavar="THREAD", help="the thread (default: PROJECT/.handoff/main)")
-    p.add_argument("--executable", default="handoff", metavar="CMD", help="the command to put in (default: handoff)")
+    p.add_argument(
+        "--executable",
+        metavar="CMD",
+        help="the command to put in (default: this handoff, by its path unless it is on PATH for good)",
+    )
     p.add_argument("--dry-run", action="store_true", help="show what would change (as a diff) and write nothing")
 
     p = add(

@@ -50,6 +50,7 @@ from handoff_files.hooks.entries import (
     mcp_entry,
     plan_for,
 )
+from handoff_files.hooks.executable import Resolved, resolve_executable
 from handoff_files.hooks.formats import AGENTS, Agent
 from handoff_files.hooks.location import DEFAULT_THREAD, HANDOFF_DIR
 from handoff_files.thread.trust import is_private, trust, why_untrusted
@@ -145,7 +146,7 @@ def install(
     *,
     dry_run: bool,
     thread: Path | None = None,
-    executable: str = "handoff",
+    executable: str | None = None,
 ) -> InstallReport:
     """Add the handoff hooks and MCP server to *project*'s settings for *agent*. Writes (unless *dry_run*).
 
@@ -155,6 +156,8 @@ def install(
         ``PROJECT/.handoff/main``, which the hooks find by themselves (install makes ``PROJECT/.handoff``).
     :param executable: the ``handoff`` command as the agent will run it, as a shell reads it: a full
         path if it is not on PATH (quoted if it holds a space), or several words (``uv run handoff``).
+        Default: the running script, by its absolute path unless ``handoff`` on PATH is this one for
+        good (:mod:`~handoff_files.hooks.executable`); a note says when the settings name this machine's path.
     :returns: what changed, folder and file by file.
     :raises HandoffNotFoundError: if *project* is not a folder.
     :raises HandoffValidationError: if *executable* is not a command (empty, or an unclosed quote).
@@ -168,10 +171,11 @@ def install(
     if not project.is_dir():
         msg = "no such project folder"
         raise HandoffNotFoundError(project, msg)
+    resolved = resolve_executable() if executable is None else Resolved(executable, None)
     try:
-        words = command_words(executable)
+        words = command_words(resolved.command)
     except ValueError as exc:
-        msg = f"the executable {executable!r} is not a command ({exc}); give it as a shell reads it"
+        msg = f"the executable {resolved.command!r} is not a command ({exc}); give it as a shell reads it"
         raise HandoffValidationError(project, msg) from exc
     project = project.absolute()
     chosen = (project / DEFAULT_THREAD) if thread is None else thread.absolute()
@@ -191,8 +195,19 @@ def install(
             _make_dir(marker)
         for change in changes:
             _write(change)
-    notes = plan.notes if dry_run else (*plan.notes, *_trusted(chosen))
+    notes = (*_resolved_note(resolved), *plan.notes, *(() if dry_run else _trusted(chosen)))
     return InstallReport(agent, project, chosen, dry_run, tuple(changes), notes, marker)
+
+
+def _resolved_note(resolved: Resolved) -> tuple[str, ...]:
+    """Say, loudly, that the commands name this machine's path, why, and how to write the bare name."""
+    if resolved.why is None:
+        return ()
+    return (
+        f"the hooks and the MCP server run {resolved.command}, this machine's path ({resolved.why}), so an agent "
+        "runs it whatever its PATH; on another machine install again, or give --executable handoff if the "
+        "agent's PATH has it",
+    )
 
 
 def _trusted(thread: Path) -> tuple[str, ...]:

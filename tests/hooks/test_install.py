@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import json
 import os
 import shlex
@@ -16,11 +17,20 @@ import pytest
 
 from handoff_files.foundation.errors import HandoffNotFoundError, HandoffParseError, HandoffValidationError
 from handoff_files.hooks import install
+from handoff_files.hooks.executable import Resolved
 from handoff_files.hooks.formats import AGENTS, Agent
 from handoff_files.hooks.jsonedit import render_new
 from handoff_files.hooks.run import run_hook
 from tests.hooks import documented
 from tests.hooks.helpers import hook_lines
+
+
+@pytest.fixture(autouse=True)
+def _bare_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about merging: the command install finds for itself is the bare name here
+    (which one it finds, from which PATH, is tested on the installed script in test_install_cli.py)."""
+    module = importlib.import_module("handoff_files.hooks.install")  # the package's `install` is the function
+    monkeypatch.setattr(module, "resolve_executable", lambda: Resolved("handoff", None))
 
 
 def _load(path: Path) -> dict[str, Any]:

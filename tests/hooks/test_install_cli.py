@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from handoff_files.hooks.formats import Agent
+from tests.hooks import documented
 
 
 def handoff(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -51,3 +52,61 @@ def test_a_null_where_an_entry_goes_is_refused_in_one_line_naming_the_file(
     assert "null" in done.stderr
     assert _snapshot(project) == before
     assert json.loads(path.read_text()) == json.loads(text)
+
+
+VENV_HANDOFF = Path(sys.executable).parent / "handoff"  # the installed script of the environment under test
+AGENT_PATH = "/usr/bin:/bin"  # an agent started elsewhere: this environment's bin folder is not on its PATH
+
+
+def _installed_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``handoff`` script by its path, as a user with the environment inactive would."""
+    return subprocess.run(
+        [os.fspath(VENV_HANDOFF), *args], env=env, capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+@pytest.mark.skipif(not VENV_HANDOFF.is_file(), reason="needs the handoff script installed beside this Python")
+@pytest.mark.parametrize("agent", ["claude-code", "cursor"])
+def test_hooks_and_server_installed_from_an_environment_not_on_path_run_from_the_agents_path(
+    agent: Agent, repository: Path, subprocess_env: dict[str, str]
+) -> None:
+    env = {**subprocess_env, "PATH": AGENT_PATH}
+    done = _installed_script("install", agent, "--project", os.fspath(repository), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "this machine's path" in done.stdout  # said loudly: the settings now name this machine's script
+    hooks = json.loads(
+        (repository / (".claude/settings.json" if agent == "claude-code" else ".cursor/hooks.json")).read_text()
+    )
+    entries = hooks["hooks"]["SessionStart" if agent == "claude-code" else "sessionStart"]
+    command = entries[0]["hooks"][0]["command"] if agent == "claude-code" else entries[0]["command"]
+    event = documented.event(agent, "session_start", repository)
+    ran = subprocess.run(
+        ["/bin/sh", "-c", command], input=json.dumps(event), env=env, capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, (command, ran.stderr)  # not 127: the agent's shell finds the command
+    assert "No handoff has been saved" in ran.stdout
+    [server] = json.loads((repository / (".mcp.json" if agent == "claude-code" else ".cursor/mcp.json")).read_text())[
+        "mcpServers"
+    ].values()
+    helped = subprocess.run(
+        [server["command"], *server["args"][: server["args"].index("mcp") + 1], "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert helped.returncode == 0, helped.stderr
+
+
+@pytest.mark.skipif(not VENV_HANDOFF.is_file(), reason="needs the handoff script installed beside this Python")
+def test_a_handoff_on_the_agents_path_is_written_as_the_bare_name(
+    repository: Path, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    tools = tmp_path / "tools"  # as pipx or uv tool link the script into ~/.local/bin
+    tools.mkdir()
+    (tools / "handoff").symlink_to(VENV_HANDOFF)
+    env = {**subprocess_env, "PATH": f"{tools}:{AGENT_PATH}"}
+    done = _installed_script("install", "codex", "--project", os.fspath(repository), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "this machine's path" not in done.stdout
+    assert '"handoff hook codex"' in (repository / ".codex" / "hooks.json").read_text()
