@@ -89,7 +89,9 @@ def feed(
     """Run the corpus against *entry* in a child; a crash or a hang of the child fails, naming its input."""
     argv = [sys.executable, "-m", "tests.hostile_run", entry, str(work), str(seeds.start), str(seeds.stop)]
     argv += [str(per_seed), "1" if large else "0", *only]
-    timeout = 120 + 30 * len(seeds) + (300 if large else 0)
+    # generous: the bound is minutes against seconds on a shared machine, not speed (a CLI input starts a process)
+    inputs = len(only) or 60 + len(seeds) * per_seed
+    timeout = 120 + inputs * (10 if ENTRIES[entry].reader == "cli" else 3)
     try:
         done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
         out, err, code = done.stdout, done.stderr, done.returncode
@@ -210,7 +212,7 @@ def test_a_child_that_dies_fails_the_run_and_names_the_input_it_was_reading(
 def test_the_long_run_with_many_seeds_and_16_to_50_mb_files(
     entry: str, tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
-    """``make slow``: 20 seeds of 30 random flips and cuts each (5 seeds for the CLI), and the 16-50 MB files."""
-    seeds = range(100, 105) if entry == "validate-cli" else range(100, 120)
+    """``make slow``: 20 seeds of 30 random flips and cuts each (2 seeds for the CLI), and the 16-50 MB files."""
+    seeds = range(100, 102) if entry == "validate-cli" else range(100, 120)
     fed = feed(entry, tmp_path, subprocess_env, seeds=seeds, per_seed=30, large=True, only=())
     check(entry, fed, minimum=len(seeds) * 30 if ENTRIES[entry].checksummed else 40)
