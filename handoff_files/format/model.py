@@ -348,7 +348,7 @@ def integral(document: Mapping[str, Any]) -> dict[str, Any]:
     with. Only :data:`INTEGER_PATHS` change (free-form data keeps ``2.0``); the input is not changed.
 
     :param document: a parsed handoff (any shape: what is not where an integer belongs is left alone).
-    :returns: a new dict, or *document* itself copied shallowly when nothing changes.
+    :returns: a new dict (the mappings on the way to each integer copied, never shared changed).
     """
     result = dict(document)
     for path in INTEGER_PATHS:
@@ -360,7 +360,8 @@ def _integral_at(node: dict[str, Any], path: tuple[str, ...]) -> None:
     head, *rest = path
     value = node.get(head)
     if not rest:
-        if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        # past 64 bits it stays a float: no canonical form holds it, and the model refuses it anyway
+        if isinstance(value, float) and value.is_integer() and MIN_INT <= value <= MAX_UINT:
             node[head] = int(value)
         return
     if isinstance(value, dict):

@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
+from typing import Final
 
 import jsonschema
 
 from handoff_files import HandoffStore
-from handoff_files.format.schema import SCHEMA_FILE, render_schema
+from handoff_files.format.schema import SCHEMA_DIR, SCHEMA_FILE, render_schema
+from handoff_files.transfers.descriptor import DESCRIPTOR_SCHEMA_FILE, descriptor_schema
+
+#: Released versions' schemas, written by hand when they were current and frozen since: their sha256.
+FROZEN: Final = {
+    "handoff-0.8.schema.json": "c5ad8977f6cf0b0bfa6f1dd1cdfe140b6ea4866e51877719b742724da2062708",
+    "handoff-1.0.schema.json": "0936e4b8a407f104f3bb55be38797fe313446e2f0a775640993a0a34d4f340cc",
+}
 
 
 def test_committed_schema_matches_the_models() -> None:
     assert SCHEMA_FILE.read_text(encoding="utf-8") == render_schema(), (
         "schemas/ drifted from the models: run `python -m handoff_files.format.schema` and review the diff"
     )
+
+
+def test_every_schema_file_is_generated_from_its_model_byte_for_byte_or_frozen() -> None:
+    """One source each: the current versions' files are what the models render (``make schemas``), byte
+    for byte (line endings included); the older versions' are frozen; there is no other file."""
+    generated = {
+        SCHEMA_FILE.name: render_schema(),
+        DESCRIPTOR_SCHEMA_FILE.name: render_schema(descriptor_schema()),
+    }
+    assert {path.name for path in SCHEMA_DIR.glob("*.schema.json")} == set(generated) | set(FROZEN)
+    for name, text in generated.items():
+        assert (SCHEMA_DIR / name).read_bytes() == text.encode("utf-8"), f"{name} drifted: run `make schemas`"
+    for name, digest in FROZEN.items():
+        assert hashlib.sha256((SCHEMA_DIR / name).read_bytes()).hexdigest() == digest, f"{name} is frozen"
 
 
 def test_a_saved_handoff_validates_against_the_schema(thread_dir: Path) -> None:

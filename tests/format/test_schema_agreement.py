@@ -81,7 +81,16 @@ def schema_accepts(schema: dict[str, Any], text: str) -> bool:
 
 
 def library_accepts_handoff(text: str) -> bool:
-    """The reader's verdict on an unsealed file: a valid one is handed out as a person's own (UnsealedEditError)."""
+    """The reader's verdict on an unsealed file: a valid one is handed out as a person's own (UnsealedEditError).
+
+    The same document with a seal that does not match is read too: whatever it holds, only a
+    ``HandoffError`` comes out (a value with no canonical form once read must not escape as ValueError).
+    """
+    document = json.loads(text)
+    if isinstance(document, dict) and "seal" not in document:
+        wrong = {**document, "seal": {"algorithm": "sha256", "digest": "0" * 64}}
+        with pytest.raises(HandoffError):
+            decode(json.dumps(wrong).encode("utf-8"), "doc.json")
     try:
         decode(text.encode("utf-8"), "doc.json")
     except UnsealedEditError:

@@ -153,3 +153,11 @@ def test_every_integer_in_the_schema_is_one_integral_converts() -> None:
         return set()
 
     assert integers(HANDOFF_SCHEMA, ()) == set(model.INTEGER_PATHS)
+
+
+@pytest.mark.parametrize("value", [pytest.param(1e300, id="1e300"), pytest.param(-1e19, id="-1e19")])
+def test_a_sealed_file_with_an_integer_past_64_bits_written_as_a_float_is_refused_as_invalid(value: float) -> None:
+    """The float stays a float for the seal (no 64-bit canonical form), and the model refuses it: no ValueError."""
+    document = {**ENVELOPE, "narrative": "hi", "generation": value, "seal": {"algorithm": "sha256", "digest": "a" * 64}}
+    with pytest.raises(ChecksumMismatchError, match="generation: expected a number of at"):
+        decode(_text(document).encode("utf-8"), "handoff.json")
