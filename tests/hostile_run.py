@@ -51,7 +51,7 @@ class Entry:
     """A place a hostile file can reach: the file it is put in, what is removed first, and who reads it."""
 
     name: str
-    target: str  # relative to the thread (or, for the inbox and the descriptor, to the case folder)
+    target: str  # relative to the thread; for the inbox, descriptor and LangGraph readers a label (see _target)
     reader: str = "restore"  # restore | load | cli | inbox | descriptor
     format: str = "json"
     durability: str = "full"
