@@ -61,7 +61,7 @@ def add_agent_commands(add: Add) -> None:
         "add the hooks and the MCP server to a project's settings for a coding agent, keeping what is there",
     )
     p.add_argument("agent", choices=agents, help="which coding agent")
-    p.add_argument("--project", default=".", metavar="PROJECT", help="the project folder (default: .)")
+    p.add_argument("--project", metavar="PROJECT", help="the project folder (default: the repository's top around .)")
     p.add_argument("--thread", metavar="THREAD", help="the thread (default: PROJECT/.handoff/main)")
     p.add_argument(
         "--executable",

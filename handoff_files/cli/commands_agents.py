@@ -70,7 +70,8 @@ def cmd_install(args: argparse.Namespace) -> str:
     from handoff_files.hooks.install import install  # noqa: PLC0415
 
     thread = None if args.thread is None else Path(args.thread)
-    report = install(args.agent, Path(args.project), dry_run=args.dry_run, thread=thread, executable=args.executable)
+    project = None if args.project is None else Path(args.project)
+    report = install(args.agent, project, dry_run=args.dry_run, thread=thread, executable=args.executable)
     if args.json:
         return to_json(report.to_json())
     diffs = [change.diff() for change in report.files] if args.dry_run else []

@@ -42,6 +42,7 @@ __all__ = [
     "is_our_server",
     "mcp_entry",
     "plan_for",
+    "thread_named",
 ]
 
 #: The MCP server's name in the agents' settings, and the one taken if a user's server holds the first.
@@ -183,3 +184,15 @@ def is_our_server(entry: Any, *, executable: Sequence[str] = ()) -> bool:
         for at, word in enumerate(words)
         if at > 0
     )
+
+
+def thread_named(command: Any, args: Any = None) -> str | None:
+    """The ``--thread`` a hook command (or an MCP server's command and *args*) names; None when it names none."""
+    words: list[Any] = [
+        *(_words(command) if isinstance(command, str) else []),
+        *(args if isinstance(args, list) else []),
+    ]
+    for at, word in enumerate(words[:-1]):
+        if word == "--thread":
+            return str(words[at + 1])
+    return None

@@ -23,7 +23,6 @@ each hook to one folder on one machine. A thread given elsewhere
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import shlex
 from collections.abc import Callable
@@ -31,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from handoff_files.format.codec import parse_json
 from handoff_files.foundation.atomic import fsync_dir, read_bytes, write_durable
 from handoff_files.foundation.errors import (
     HandoffError,
@@ -40,19 +38,15 @@ from handoff_files.foundation.errors import (
     HandoffValidationError,
     HandoffWriteError,
 )
-from handoff_files.hooks import jsonedit, tomledit
 from handoff_files.hooks.entries import (
-    SERVER_NAMES,
-    Plan,
     command_words,
-    is_our_hook,
-    is_our_server,
     mcp_entry,
     plan_for,
 )
 from handoff_files.hooks.executable import Resolved, resolve_executable
 from handoff_files.hooks.formats import AGENTS, Agent
-from handoff_files.hooks.location import DEFAULT_THREAD, HANDOFF_DIR
+from handoff_files.hooks.location import DEFAULT_THREAD, HANDOFF_DIR, project_to_set_up
+from handoff_files.hooks.merge import merge_hooks, merge_server
 from handoff_files.thread.trust import is_private, trust, why_untrusted
 
 __all__ = ["FileChange", "InstallReport", "install"]
@@ -142,7 +136,7 @@ class InstallReport:
 
 def install(
     agent: Agent,
-    project: Path,
+    project: Path | None = None,
     *,
     dry_run: bool,
     thread: Path | None = None,
@@ -150,7 +144,9 @@ def install(
 ) -> InstallReport:
     """Add the handoff hooks and MCP server to *project*'s settings for *agent*. Writes (unless *dry_run*).
 
-    :param project: the project folder (its ``.claude/``, ``.codex/`` or ``.cursor/`` is made if missing).
+    :param project: the project folder (its ``.claude/``, ``.codex/`` or ``.cursor/`` is made if missing);
+        default: the one around the working directory (:func:`~handoff_files.hooks.location.project_to_set_up`:
+        the project set up already, else the repository's top), never a nested project in a subfolder.
     :param dry_run: report what would change and write nothing.
     :param thread: the thread the MCP server (and, if not the default, the hooks) use; default
         ``PROJECT/.handoff/main``, which the hooks find by themselves (install makes ``PROJECT/.handoff``).
@@ -165,6 +161,8 @@ def install(
     :raises HandoffValidationError: if a settings file holds something of the wrong type where an entry goes.
     :raises HandoffWriteError: if a file cannot be written.
     """
+    if project is None:
+        project = project_to_set_up(Path.cwd())
     if agent not in AGENTS:
         msg = f"unknown agent {agent!r}; use one of {', '.join(AGENTS)}"
         raise HandoffValidationError(project, msg)
@@ -182,10 +180,10 @@ def install(
     default = chosen == project / DEFAULT_THREAD
     plan = plan_for(agent, executable=words, thread=None if default else chosen)
     merges: list[tuple[Path, _Merge]] = [
-        (project / plan.hooks_file, lambda text, path: _merge_hooks(text, path, plan, agent, words)),
+        (project / plan.hooks_file, lambda text, path: merge_hooks(text, path, plan, agent, words)),
         (
             project / plan.mcp_file,
-            lambda text, path: _merge_server(text, path, plan.mcp_format, mcp_entry(words, chosen), words),
+            lambda text, path: merge_server(text, path, plan.mcp_format, mcp_entry(words, chosen), words),
         ),
     ]
     changes = [_change(path, merge) for path, merge in merges]  # every file merged before any is written
@@ -276,101 +274,3 @@ def _write(change: FileChange) -> None:
     except OSError as exc:
         msg = f"written, but its mode could not be set back to {mode:o}: {exc.strerror or exc}"
         raise HandoffWriteError(target, msg) from exc
-
-
-def _json(text: str, path: Path) -> dict[str, Any]:
-    document = parse_json(text.encode("utf-8"), path)
-    if not isinstance(document, dict):
-        msg = f"holds a JSON {type(document).__name__}, not an object; fix it before installing"
-        raise HandoffValidationError(path, msg)
-    return document
-
-
-def _wrong(path: Path, where: str, found: Any, wanted: str) -> HandoffValidationError:
-    what = "null" if found is None else f"a {type(found).__name__}"
-    msg = f"{where} is {what}, not {wanted}; fix it by hand (or remove it), then install again"
-    return HandoffValidationError(path, msg)
-
-
-def _merge_hooks(text: str, path: Path, plan: Plan, agent: Agent, words: list[str]) -> tuple[str, list[str], list[str]]:
-    added: list[str] = []
-    kept: list[str] = []
-    if plan.hooks_shape == "flat":
-        document = _json(text, path)
-        version = document.get("version")
-        if "version" not in document:
-            text = jsonedit.add_member(text, (), "version", 1)
-            added.append("version: 1")
-        elif version != 1:
-            found = json.dumps(version)
-            msg = f'"version" is {found}; this install writes version 1 hooks, so it leaves the file as it is'
-            raise HandoffValidationError(path, msg)
-    for entry in plan.hooks:
-        body = entry.body()
-        item = body if plan.hooks_shape == "flat" else {"hooks": [body]}
-        document = _json(text, path)
-        hooks = document.get("hooks")
-        if "hooks" not in document:  # a "hooks": null is there: refused below, never replaced
-            text = jsonedit.add_member(text, (), "hooks", {entry.event: [item]})
-        elif not isinstance(hooks, dict):
-            raise _wrong(path, '"hooks"', hooks, "an object")
-        elif entry.event not in hooks:
-            text = jsonedit.add_member(text, ("hooks",), entry.event, [item])
-        elif not isinstance(hooks[entry.event], list):
-            raise _wrong(path, f'"hooks"."{entry.event}"', hooks[entry.event], "a list")
-        elif _has_hook(hooks[entry.event], plan, agent, words):
-            kept.append(f"hooks.{entry.event}: a `handoff hook {agent}` entry is already there")
-            continue
-        else:
-            text = jsonedit.add_item(text, ("hooks", entry.event), item)
-        added.append(f"hooks.{entry.event}: {entry.command}")
-    return text, added, kept
-
-
-def _has_hook(entries: list[Any], plan: Plan, agent: Agent, words: list[str]) -> bool:
-    def ours(hook: Any) -> bool:
-        return isinstance(hook, dict) and is_our_hook(hook.get("command"), agent, executable=words)
-
-    if plan.hooks_shape == "flat":
-        return any(ours(item) for item in entries)
-    return any(
-        isinstance(group, dict) and isinstance(group.get("hooks"), list) and any(ours(hook) for hook in group["hooks"])
-        for group in entries
-    )
-
-
-def _merge_server(
-    text: str, path: Path, form: str, entry: dict[str, Any], words: list[str]
-) -> tuple[str, list[str], list[str]]:
-    if form == "toml":
-        try:
-            servers = tomledit.loads(text).get("mcp_servers", {})
-        except ValueError as exc:
-            msg = f"is not valid TOML ({exc}); fix it before installing"
-            raise HandoffParseError(path, msg) from exc
-        where = "mcp_servers"
-    else:
-        servers = _json(text, path).get("mcpServers", {})  # "mcpServers": null is refused below
-        where = "mcpServers"
-    if not isinstance(servers, dict):
-        raise _wrong(path, where, servers, "a table of servers" if form == "toml" else "an object")
-    for name, existing in servers.items():
-        if is_our_server(existing, executable=words):
-            same = "the same as" if existing == entry else "not the same as"
-            return text, [], [f"{where}.{name}: a `handoff mcp` server is already there ({same} this install's)"]
-    name = next((candidate for candidate in SERVER_NAMES if candidate not in servers), None)
-    if name is None:
-        msg = f"{where} already has servers named {' and '.join(SERVER_NAMES)} that are not handoff's; add it by hand"
-        raise HandoffValidationError(path, msg)
-    command = shlex.join([entry["command"], *entry["args"]])
-    if form == "toml":
-        try:
-            text = tomledit.append_table(text, ("mcp_servers", name), entry)
-        except ValueError as exc:
-            msg = f"cannot add [mcp_servers.{name}] at its end ({exc}); add it by hand: command and args of `{command}`"
-            raise HandoffValidationError(path, msg) from exc
-    elif "mcpServers" not in _json(text, path):
-        text = jsonedit.add_member(text, (), "mcpServers", {name: entry})
-    else:
-        text = jsonedit.add_member(text, ("mcpServers",), name, entry)
-    return text, [f"{where}.{name}: {command}"], []

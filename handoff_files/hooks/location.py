@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
-__all__ = ["DEFAULT_THREAD", "HANDOFF_DIR", "default_thread", "project_of"]
+__all__ = ["DEFAULT_THREAD", "HANDOFF_DIR", "default_thread", "project_of", "project_to_set_up"]
 
 #: The folder under a project that holds its handoff threads.
 HANDOFF_DIR: Final = ".handoff"
@@ -57,3 +57,21 @@ def default_thread(cwd: Path) -> Path | None:
     None when *cwd* is in no project that ``handoff install`` set up."""
     project = project_of(cwd)
     return None if project is None else project / DEFAULT_THREAD
+
+
+def project_to_set_up(cwd: Path) -> Path:
+    """The project ``handoff install`` sets up when none is named: :func:`project_of` *cwd* if one is
+    set up already, else the top of *cwd*'s repository (the nearest folder up holding ``.git``, not
+    above the user's home), else *cwd* itself. So an install from a subfolder is not a nested project.
+    """
+    start = cwd.absolute()
+    found = project_of(start)
+    if found is not None:
+        return found
+    home = Path.home()
+    for folder in (start, *start.parents):
+        if _mode(folder / ".git") is not None:
+            return folder
+        if folder == home:
+            break
+    return start

@@ -110,3 +110,46 @@ def test_a_handoff_on_the_agents_path_is_written_as_the_bare_name(
     assert done.returncode == 0, done.stderr
     assert "this machine's path" not in done.stdout
     assert '"handoff hook codex"' in (repository / ".codex" / "hooks.json").read_text()
+
+
+def test_install_from_a_subfolder_without_project_sets_up_the_repositorys_top(
+    repository: Path, subprocess_env: dict[str, str]
+) -> None:
+    src = repository / "src" / "pkg"
+    src.mkdir(parents=True)
+    done = handoff("install", "claude-code", "--executable", "handoff", env=subprocess_env, cwd=src)
+    assert done.returncode == 0, done.stderr
+    assert (repository / ".claude" / "settings.json").is_file()
+    assert (repository / ".handoff").is_dir()
+    assert not (repository / "src" / ".claude").exists()
+    assert not (src / ".claude").exists()
+    assert not (src / ".handoff").exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        pytest.param(["--thread", "THREAD"], [], id="then-the-default"),
+        pytest.param([], ["--thread", "THREAD"], id="then-a-thread-elsewhere"),
+    ],
+)
+def test_an_entry_on_another_thread_is_refused_never_left_beside_new_ones(
+    first: list[str], second: list[str], repository: Path, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    elsewhere = os.fspath(tmp_path / "threads" / "api")
+    args = ["install", "claude-code", "--project", os.fspath(repository), "--executable", "handoff"]
+    done = handoff(*args, *[elsewhere if word == "THREAD" else word for word in first], env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    settings = repository / ".claude" / "settings.json"
+    document = json.loads(settings.read_text())
+    del document["hooks"]["SessionEnd"]  # a hook the user removed, or one a newer install adds
+    settings.write_text(json.dumps(document, indent=2) + "\n")
+    before = _snapshot(repository)
+    done = handoff(*args, *[elsewhere if word == "THREAD" else word for word in second], env=subprocess_env)
+    assert done.returncode == 1, done.stdout
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert os.fspath(settings) in done.stderr
+    assert elsewhere in done.stderr
+    assert "two threads" in done.stderr
+    assert _snapshot(repository) == before
