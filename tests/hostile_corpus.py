@@ -161,6 +161,8 @@ STRUCTURAL: Final[tuple[Hostile, ...]] = (
     Hostile("yaml-inf", _replace_value(b"energy_level", b".inf")),
     Hostile("int-2-64", _replace_value(b"error_count", b"18446744073709551616")),
     Hostile("int-5000-digits", _replace_value(b"error_count", b"1" + b"0" * 5000)),
+    Hostile("float-1e300-in-an-integer", _replace_value(b"error_count", b"1e300")),
+    Hostile("float-1e400-overflows-to-infinity", _replace_value(b"energy_level", b"1e400")),
     Hostile("int-in-data-5000-digits", _replace_value(b"data", b"[" + b"9" * 5000 + b"]")),
     Hostile("deep-list-100000", _deep(b"[", b"]", 100_000)),
     Hostile("deep-object-50000", _deep(b'{"a":', b"}", 50_000)),
