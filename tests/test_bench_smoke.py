@@ -44,6 +44,7 @@ def test_prepare_leaves_sqlite_out_with_a_note_when_langgraph_is_missing(
     assert c.notes == [missing()]
 
 
+@pytest.mark.slow  # make slow: a whole measurement run
 def test_measurements_run_without_sqlite_and_the_report_says_na(tmp_path: Path) -> None:
     c = vs.prepare(TINY, tmp_path, sqlite=False)
     modes = vs.durabilities()

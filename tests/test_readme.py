@@ -610,6 +610,7 @@ def test_the_langgraph_example_writes_a_readable_checkpoint(sandbox: Path) -> No
     assert json.loads((sandbox / "graphs" / "chat-1" / "handoff.json").read_bytes())["generation"] >= 1
 
 
+@pytest.mark.slow  # make slow: the same example file passes 20 kills in tests/run/test_plugin.py
 def test_the_kill_test_example_passes_against_the_steps_agent(sandbox: Path) -> None:
     """Written into a test file beside ``agent.py`` (the README's steps agent) and run by pytest, as an author would."""
     shutil.copy(ROOT / "samples" / "steps_agent.py", sandbox / "agent.py")

@@ -118,6 +118,7 @@ def test_building_the_wheel_prints_no_setuptools_warning(built: tuple[Path, str]
     assert [line for line in warned if "Location 'file:" not in line] == []
 
 
+@pytest.mark.slow  # make slow: builds a copied tree's wheel; CI's make installed builds and installs the real one
 def test_a_new_subpackage_is_in_the_wheel_without_being_listed(tmp_path: Path) -> None:
     tree = copy_tree(tmp_path / "tree")
     (tree / "handoff_files" / "brand_new" / "deeper").mkdir(parents=True)

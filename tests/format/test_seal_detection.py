@@ -115,7 +115,7 @@ def test_every_truncation_and_bit_flip_of_a_small_sealed_file_is_detected(tmp_pa
 @pytest.mark.parametrize(
     ("fmt", "truncations", "flips"),
     [
-        pytest.param("json", 300, 2000, id="json"),
+        pytest.param("json", 300, 2000, id="json", marks=pytest.mark.slow),  # make test: every flip of the small file
         # ruamel builds a 100 KB YAML tree in ~0.1 s (C parser, Python tree): a sample here, the full count in make slow
         pytest.param("yaml", 15, 15, id="yaml-sample"),
         pytest.param("yaml", 300, 2000, id="yaml-full", marks=pytest.mark.slow),

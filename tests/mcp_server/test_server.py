@@ -104,6 +104,7 @@ def test_invalid_layers_come_back_as_errors_the_model_can_fix(thread_dir: Path) 
     assert not (thread_dir / "handoff.json").exists()
 
 
+@pytest.mark.slow  # make slow: two servers racing; the store's concurrency tests stay
 def test_two_server_processes_saving_to_one_thread_lose_no_generation(thread_dir: Path) -> None:
     saves = 8
 

@@ -46,6 +46,7 @@ def test_the_example_passes_against_the_steps_agent_after_at_least_20_kills(pyte
     assert len(starts) - 1 >= 20
 
 
+@pytest.mark.slow  # make slow: 20 kills of a faulty agent; the forged-acknowledgement and in-save tests stay
 def test_the_example_fails_against_an_agent_that_skips_its_restore_and_says_why(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,6 +104,7 @@ def test_saves_mode_kills_after_exactly_the_planned_saves(tmp_path: Path, durabi
         assert not any(kill.in_save for kill in run.kills)
 
 
+@pytest.mark.slow  # make slow: three kill runs to compare plans
 def test_the_same_seed_draws_the_same_kill_plan_and_another_seed_another(tmp_path: Path) -> None:
     def plan(seed: int, where: str) -> list[int]:
         run = Killer(tmp_path / where, seed=seed).run(agent(16, delay=0.01), kills=3, after_saves=(1, 4))
@@ -114,7 +116,9 @@ def test_the_same_seed_draws_the_same_kill_plan_and_another_seed_another(tmp_pat
     assert plan(8, "c") != first  # seeds 7 and 8 draw different saves-per-kill (checked once, fixed by the seed)
 
 
-@pytest.mark.parametrize("durability", [pytest.param("full", id="full"), pytest.param("journal", id="journal")])
+@pytest.mark.parametrize(
+    "durability", [pytest.param("full", id="full", marks=pytest.mark.slow), pytest.param("journal", id="journal")]
+)
 def test_in_save_kills_land_inside_saves_and_the_thread_still_restores(tmp_path: Path, durability: str) -> None:
     run = Killer(tmp_path, seed=3).run(agent(40), kills=8, when="in_save", env={"HANDOFF_DURABILITY": durability})
     run.assert_finished(names(40))

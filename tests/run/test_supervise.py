@@ -339,6 +339,7 @@ def _kill_run(
     return moments, result
 
 
+@pytest.mark.slow  # make slow: its hundreds-of-kills sibling is slow too; supervise's restart tests stay
 def test_sigkilled_agent_resumes_from_its_last_acknowledged_generation_every_time(
     supervisor: Any, python: str, thread_dir: Path, tmp_path: Path
 ) -> None:

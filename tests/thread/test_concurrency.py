@@ -69,7 +69,7 @@ class Plan(NamedTuple):
     "plan",
     [
         pytest.param(Plan(2, 200, "0"), id="2-writers-small"),
-        pytest.param(Plan(4, 100, "0,0,30000"), id="4-writers-mixed"),
+        pytest.param(Plan(4, 100, "0,0,30000"), id="4-writers-mixed", marks=pytest.mark.slow),  # make slow
     ],
 )
 def test_concurrent_writers_never_lose_a_save_nor_reuse_a_generation(
@@ -109,6 +109,7 @@ def test_concurrent_writers_never_lose_a_save_nor_reuse_a_generation(
     assert (restored.source, restored.generation, restored.problems) == ("primary", total, ())
 
 
+@pytest.mark.slow  # make slow: readers and writers racing for seconds; the writers' race stays
 def test_readers_never_fail_while_writers_save(
     thread_dir: Path, tmp_path: Path, python: str, subprocess_env: dict[str, str]
 ) -> None:

@@ -179,6 +179,7 @@ def test_the_log_names_a_journal_document_instead_of_printing_it(
     assert "whole sealed generation 1" in out
 
 
+@pytest.mark.slow  # make slow: the torture kills part [journal] stays in make test
 def test_sigkill_of_a_journal_first_writer_never_loses_an_acknowledged_generation(
     thread_dir: Path, tmp_path: Path, python: str, subprocess_env: dict[str, str]
 ) -> None:

@@ -136,6 +136,7 @@ def _kill_rounds(directory: Path, *, kills: int, seed: int, python: str, env: di
     return stats
 
 
+@pytest.mark.slow  # make slow: the torture kills part (120 kills, both durabilities) stays in make test
 def test_sigkill_at_random_moments_never_loses_an_acknowledged_generation(
     thread_dir: Path, tmp_path: Path, python: str, subprocess_env: dict[str, str]
 ) -> None:

@@ -95,7 +95,9 @@ def test_syscalls_part_in_journal_mode_loses_nothing(tmp_path: Path) -> None:
     assert row.kills == row.cases == 100
 
 
-@pytest.mark.parametrize("durability", DURABILITIES)
+@pytest.mark.parametrize(
+    "durability", [pytest.param("full", id="full"), pytest.param("journal", id="journal", marks=pytest.mark.slow)]
+)
 def test_concurrency_part_kills_lock_holders_and_loses_no_save(
     tmp_path: Path, durability: Literal["full", "journal"]
 ) -> None:

@@ -294,6 +294,7 @@ def test_an_older_generation_copied_over_the_primary_is_refused(
     assert [change.generation for change in recorder.changes] == [2]
 
 
+@pytest.mark.slow  # make slow: 1,000 saves; the watcher's other cross-process tests stay
 def test_a_burst_of_1000_saves_by_another_process_always_delivers_the_final_generation(
     thread_dir: Path, recorder: Recorder, watchers: list[Watcher], save_in_child: SaveInChild
 ) -> None:
