@@ -69,6 +69,9 @@ def add_agent_commands(add: Add) -> None:
         help="the command to put in (default: this handoff, by its path unless it is on PATH for good)",
     )
     p.add_argument("--dry-run", action="store_true", help="show what would change (as a diff) and write nothing")
+    p.add_argument(
+        "--gitignore", action="store_true", help="add .handoff/ to the project's .gitignore if git tracks it"
+    )
 
     p = add(
         "completion",

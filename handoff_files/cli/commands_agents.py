@@ -71,7 +71,9 @@ def cmd_install(args: argparse.Namespace) -> str:
 
     thread = None if args.thread is None else Path(args.thread)
     project = None if args.project is None else Path(args.project)
-    report = install(args.agent, project, dry_run=args.dry_run, thread=thread, executable=args.executable)
+    report = install(
+        args.agent, project, dry_run=args.dry_run, thread=thread, executable=args.executable, gitignore=args.gitignore
+    )
     if args.json:
         return to_json(report.to_json())
     diffs = [change.diff() for change in report.files] if args.dry_run else []

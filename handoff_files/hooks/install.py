@@ -7,7 +7,9 @@ a file that is not valid JSON (or TOML), or a value of the wrong type where an e
 refused with the file named and nothing written anywhere; a second install changes nothing; a
 dry run reads and reports but writes nothing. Every file is merged before any is written.
 
-The hooks and the MCP server must use one thread. The MCP entry names it by its absolute path;
+The hooks and the MCP server must use one thread. The MCP entry names the project's own thread
+relative to the project (the file is shared; each checkout has its own path), another by its
+absolute path;
 the hooks, on the default thread ``PROJECT/.handoff/main``, are left without ``--thread`` and find
 it from the event's working directory (:mod:`~handoff_files.hooks.location`): the nearest folder
 up holding ``.handoff``, within its repository. So install makes ``PROJECT/.handoff`` (mode 0700)
@@ -47,6 +49,7 @@ from handoff_files.hooks.executable import Resolved, resolve_executable
 from handoff_files.hooks.formats import AGENTS, Agent
 from handoff_files.hooks.location import DEFAULT_THREAD, HANDOFF_DIR, project_to_set_up
 from handoff_files.hooks.merge import merge_hooks, merge_server
+from handoff_files.hooks.worktree import git_ignores
 from handoff_files.thread.trust import is_private, trust, why_untrusted
 
 __all__ = ["FileChange", "InstallReport", "install"]
@@ -141,6 +144,7 @@ def install(
     dry_run: bool,
     thread: Path | None = None,
     executable: str | None = None,
+    gitignore: bool = False,
 ) -> InstallReport:
     """Add the handoff hooks and MCP server to *project*'s settings for *agent*. Writes (unless *dry_run*).
 
@@ -154,6 +158,8 @@ def install(
         path if it is not on PATH (quoted if it holds a space), or several words (``uv run handoff``).
         Default: the running script, by its absolute path unless ``handoff`` on PATH is this one for
         good (:mod:`~handoff_files.hooks.executable`); a note says when the settings name this machine's path.
+    :param gitignore: add ``.handoff/`` to the project's ``.gitignore`` when git does not ignore the
+        thread yet (without it, a note offers to).
     :returns: what changed, folder and file by file.
     :raises HandoffNotFoundError: if *project* is not a folder.
     :raises HandoffValidationError: if *executable* is not a command (empty, or an unclosed quote).
@@ -179,22 +185,45 @@ def install(
     chosen = (project / DEFAULT_THREAD) if thread is None else thread.absolute()
     default = chosen == project / DEFAULT_THREAD
     plan = plan_for(agent, executable=words, thread=None if default else chosen)
+    # the project's own thread is named relative to it: the MCP file is shared, every checkout has its own path
+    served = chosen.relative_to(project) if chosen.is_relative_to(project) else chosen
+    entry = mcp_entry(words, served)
     merges: list[tuple[Path, _Merge]] = [
-        (project / plan.hooks_file, lambda text, path: merge_hooks(text, path, plan, agent, words)),
+        (project / plan.hooks_file, lambda text, path: merge_hooks(text, path, plan, agent, words, project=project)),
         (
             project / plan.mcp_file,
-            lambda text, path: merge_server(text, path, plan.mcp_format, mcp_entry(words, chosen), words),
+            lambda text, path: merge_server(text, path, plan.mcp_format, entry, words, project=project),
         ),
     ]
     changes = [_change(path, merge) for path, merge in merges]  # every file merged before any is written
+    ignored, offer = _gitignore(project, chosen, add=gitignore)
+    changes += [ignored] if ignored is not None else []
     marker = project / HANDOFF_DIR if default and not (project / HANDOFF_DIR).is_dir() else None
     if not dry_run:
         if marker is not None:
             _make_dir(marker)
         for change in changes:
             _write(change)
-    notes = (*_resolved_note(resolved), *plan.notes, *(() if dry_run else _trusted(chosen)))
+    notes = (*_resolved_note(resolved), *offer, *plan.notes, *(() if dry_run else _trusted(chosen)))
     return InstallReport(agent, project, chosen, dry_run, tuple(changes), notes, marker)
+
+
+def _gitignore(project: Path, thread: Path, *, add: bool) -> tuple[FileChange | None, tuple[str, ...]]:
+    """The ``.gitignore`` line that keeps a thread inside *project* out of git (when *add*), or a note
+    offering it; neither outside a repository, for a thread elsewhere, or when git ignores it already."""
+    if not thread.is_relative_to(project / HANDOFF_DIR):
+        return None, ()
+    if git_ignores(project, os.fspath(thread.relative_to(project))) is not False:
+        return None, ()
+    line = f"{HANDOFF_DIR}/"
+    if not add:
+        why = "git would commit the thread's files (this machine's sessions) with the project"
+        return None, (f"{why}: add {line} to .gitignore, or install again with --gitignore, which does",)
+    path = project / ".gitignore"
+    before = _read(path)
+    text = before or ""
+    after = text + ("\n" if text and not text.endswith("\n") else "") + line + "\n"
+    return FileChange(path, "created" if before is None else "updated", (line,), (), before, after), ()
 
 
 def _resolved_note(resolved: Resolved) -> tuple[str, ...]:

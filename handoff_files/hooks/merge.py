@@ -37,7 +37,9 @@ def _wrong(path: Path, where: str, found: Any, wanted: str) -> HandoffValidation
     return HandoffValidationError(path, msg)
 
 
-def merge_hooks(text: str, path: Path, plan: Plan, agent: Agent, words: list[str]) -> tuple[str, list[str], list[str]]:
+def merge_hooks(
+    text: str, path: Path, plan: Plan, agent: Agent, words: list[str], *, project: Path
+) -> tuple[str, list[str], list[str]]:
     added: list[str] = []
     kept: list[str] = []
     if plan.hooks_shape == "flat":
@@ -55,7 +57,7 @@ def merge_hooks(text: str, path: Path, plan: Plan, agent: Agent, words: list[str
     events: dict[str, Any] = found if isinstance(found, dict) else {}
     for event, entries in events.items():
         for command in _our_commands(entries if isinstance(entries, list) else [], plan, agent, words):
-            _one_thread(path, f"hooks.{event}", thread_named(command), ours)
+            _one_thread(path, f"hooks.{event}", (thread_named(command), ours), project)
     for entry in plan.hooks:
         body = entry.body()
         item = body if plan.hooks_shape == "flat" else {"hooks": [body]}
@@ -101,13 +103,15 @@ def _our_commands(entries: list[Any], plan: Plan, agent: Agent, words: list[str]
     ]
 
 
-def _one_thread(path: Path, where: str, named: str | None, ours: str | None) -> None:
+def _one_thread(path: Path, where: str, threads: tuple[str | None, str | None], project: Path) -> None:
     """Refuse an entry of ours on another thread than this install's: kept beside the new entries, the
     events would go to two threads (an entry is never replaced, so the person chooses which stays).
 
-    :param named: the ``--thread`` the entry names (None: the project's default); *ours* likewise.
+    :param threads: the ``--thread`` the entry names and the one this install writes (None: the
+        project's default, which the hooks find); a relative one is the project's.
     """
-    if named == ours:
+    named, ours = threads
+    if (None if named is None else project / named) == (None if ours is None else project / ours):
         return
     found = "the project's default thread" if named is None else named
     wanted = "the project's default thread" if ours is None else ours
@@ -119,7 +123,7 @@ def _one_thread(path: Path, where: str, named: str | None, ours: str | None) -> 
 
 
 def merge_server(
-    text: str, path: Path, form: str, entry: dict[str, Any], words: list[str]
+    text: str, path: Path, form: str, entry: dict[str, Any], words: list[str], *, project: Path
 ) -> tuple[str, list[str], list[str]]:
     if form == "toml":
         try:
@@ -136,7 +140,7 @@ def merge_server(
     for name, existing in servers.items():
         if is_our_server(existing, executable=words):
             named = thread_named(existing.get("command"), existing.get("args"))
-            _one_thread(path, f"{where}.{name}", named, thread_named(entry["command"], entry["args"]))
+            _one_thread(path, f"{where}.{name}", (named, thread_named(entry["command"], entry["args"])), project)
             same = "the same as" if existing == entry else "not the same as"
             return text, [], [f"{where}.{name}: a `handoff mcp` server is already there ({same} this install's)"]
     name = next((candidate for candidate in SERVER_NAMES if candidate not in servers), None)

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Final
 
-__all__ = ["worktree_digest"]
+__all__ = ["git_ignores", "worktree_digest"]
 
 #: Seconds one git command may take before the digest is given up (a hook must answer quickly).
 GIT_TIMEOUT: Final = 10.0
@@ -65,3 +65,19 @@ def worktree_digest(directory: Path, *, exclude: Path) -> str | None:
             seen = "gone"
         digest.update(entry + b"\0" + seen.encode() + b"\0")
     return digest.hexdigest()
+
+
+def git_ignores(directory: Path, relative: str) -> bool | None:
+    """Whether git ignores *relative* in the repository holding *directory*; None outside one (or without git)."""
+    if _git(directory, "rev-parse", "--is-inside-work-tree") is None:
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", os.fspath(directory), "check-ignore", "-q", "--", relative],  # noqa: S607 -- git from PATH
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(done.returncode)  # 128: git could not tell

@@ -102,7 +102,7 @@ def test_the_mcp_server_runs_handoff_mcp_on_the_projects_thread(agent: Agent, pr
     install(agent, project, dry_run=False)
     name = next(name for name in documented.SETTINGS[agent] if "mcp" in name or name.endswith(".toml"))
     servers = _load(project / name)["mcp_servers" if name.endswith(".toml") else "mcpServers"]
-    thread = os.fspath(project / ".handoff" / "main")
+    thread = os.fspath(Path(".handoff", "main"))  # the project's own thread, relative to it (the file is shared)
     assert servers == {"handoff": {"command": "handoff", "args": ["mcp", "--thread", thread]}}
 
 
@@ -361,7 +361,7 @@ def test_in_a_sub_project_of_a_repository_the_hooks_and_the_mcp_server_use_one_t
     (sub / "src").mkdir(parents=True)
     install(agent, sub, dry_run=False)
     args = _server(sub, agent)["args"]
-    served = Path(args[args.index("--thread") + 1])
+    served = sub / args[args.index("--thread") + 1]  # relative to the project, where the agent starts it
     start = documented.INSTALLED_EVENTS[agent][0]
     [command] = _commands(_load(sub / _hooks_file(agent)), start, agent)
     words = shlex.split(command)
@@ -420,7 +420,7 @@ def test_an_executable_with_arguments_is_split_into_words_and_a_second_install_c
     for event in documented.INSTALLED_EVENTS[agent]:
         [command] = _commands(hooks, event, agent)
         assert shlex.split(command) == [*words, "hook", agent]
-    thread = os.fspath(project / ".handoff" / "main")
+    thread = os.fspath(Path(".handoff", "main"))
     assert _server(project, agent) == {"command": words[0], "args": [*words[1:], "mcp", "--thread", thread]}
     before = _snapshot(project)
     again = install(agent, project, dry_run=False, executable=executable)

@@ -153,3 +153,44 @@ def test_an_entry_on_another_thread_is_refused_never_left_beside_new_ones(
     assert elsewhere in done.stderr
     assert "two threads" in done.stderr
     assert _snapshot(repository) == before
+
+
+@pytest.mark.parametrize(
+    ("agent", "name"),
+    [
+        pytest.param("claude-code", ".mcp.json", id="claude-code"),
+        pytest.param("cursor", ".cursor/mcp.json", id="cursor"),
+        pytest.param("codex", ".codex/config.toml", id="codex"),
+    ],
+)
+def test_the_shared_mcp_entry_names_the_thread_relative_to_the_project_so_a_clone_works(
+    agent: Agent, name: str, repository: Path, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    done = handoff("install", agent, "--project", os.fspath(repository), "--executable", "handoff", env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    text = (repository / name).read_text()
+    assert os.fspath(repository) not in text  # nothing of this checkout's path in a file the team shares
+    assert ".handoff/main" in text
+    # another checkout at another path: the same file, and install there finds it already done
+    other = tmp_path / "elsewhere" / "checkout"
+    other.parent.mkdir()
+    (repository / ".handoff").rmdir()
+    repository.rename(other)
+    again = handoff("install", agent, "--project", os.fspath(other), "--executable", "handoff", env=subprocess_env)
+    assert again.returncode == 0, again.stderr
+    assert (other / name).read_text() == text
+
+
+def test_install_offers_to_keep_the_thread_out_of_git_and_does_it_when_asked(
+    repository: Path, subprocess_env: dict[str, str]
+) -> None:
+    args = ["install", "claude-code", "--project", os.fspath(repository), "--executable", "handoff"]
+    done = handoff(*args, "--dry-run", env=subprocess_env)
+    assert "--gitignore" in done.stdout  # offered, not done
+    assert not (repository / ".gitignore").exists()
+    done = handoff(*args, "--gitignore", env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    assert (repository / ".gitignore").read_text() == ".handoff/\n"
+    again = handoff(*args, "--gitignore", env=subprocess_env)
+    assert (repository / ".gitignore").read_text() == ".handoff/\n"
+    assert "--gitignore" not in again.stdout
