@@ -8,7 +8,9 @@ project MCP servers in ``.mcp.json`` as ``{"mcpServers": {"name": {"command": â€
 Codex (https://developers.openai.com/codex/hooks, https://developers.openai.com/codex/mcp):
 hooks in ``.codex/hooks.json`` in Claude Code's shape; MCP servers as ``[mcp_servers.name]``
 tables (``command``, ``args``) in ``.codex/config.toml``. Codex reads a project's ``.codex/``
-only in a trusted project and asks to review new hooks; no ``SessionEnd`` hook (Codex has none).
+only in a trusted project and asks to review new hooks; hooks are on unless ``[features] hooks``
+(formerly ``codex_hooks``) is false. Its ``SessionEnd`` hook gets 3 s at most (openai/codex
+PR #33895), so that entry says 3.
 
 Cursor (https://cursor.com/docs/agent/hooks, https://cursor.com/docs/context/mcp): hooks in
 ``.cursor/hooks.json`` as ``{"version": 1, "hooks": {"event": [{"command": â€¦}]}}``, the ``stop``
@@ -113,14 +115,14 @@ def plan_for(agent: Agent, *, executable: Sequence[str], thread: Path | None) ->
         return Plan(PurePath(".claude", "settings.json"), "grouped", hooks, PurePath(".mcp.json"), "json", notes)
     if agent == "codex":
         hooks = tuple(
-            HookEntry(event, command, {"type": "command", "timeout": 30})
-            for event in ("SessionStart", "Stop", "PreCompact")
+            HookEntry(event, command, {"type": "command", "timeout": seconds})
+            # Codex clamps a SessionEnd hook's timeout to 3 s (warning at every start when it says more)
+            for event, seconds in (("SessionStart", 30), ("Stop", 30), ("PreCompact", 30), ("SessionEnd", 3))
         )
         notes = (
             "Codex reads a project's .codex/ only when the project is trusted, and asks to review new hooks (/hooks).",
-            "Codex releases before hooks were on by default also need `[features] codex_hooks = true` "
-            "in config.toml; this install does not set it.",
-            "Codex has no SessionEnd hook: session ends are not journaled for Codex.",
+            "Codex runs hooks unless `[features] hooks = false` (or the older `codex_hooks = false`) turns them "
+            "off in config.toml; this install does not change it.",
         )
         return Plan(
             PurePath(".codex", "hooks.json"), "grouped", hooks, PurePath(".codex", "config.toml"), "toml", notes

@@ -13,9 +13,8 @@ error whose stderr the user sees.
 Codex (https://developers.openai.com/codex/hooks and the schemas in openai/codex
 ``codex-rs/hooks/schema/generated/``): the same event and field names as Claude Code for
 ``SessionStart`` (``source``: startup, resume, clear; compact in newer releases), ``Stop`` and
-``PreCompact``, the same two output objects, and the same exit codes. Codex has no
-``SessionEnd`` event: nothing is installed for it, and one that arrives is journaled like
-Claude Code's.
+``PreCompact``, the same two output objects, and the same exit codes; ``SessionEnd``
+(``reason``, as Claude Code's), whose hook Codex stops after 3 s at most (openai/codex PR #33895).
 
 Cursor (https://cursor.com/docs/agent/hooks): camelCase events ``sessionStart``, ``stop``
 (``status``, ``loop_count``), ``preCompact``, ``sessionEnd``; every event carries
@@ -65,7 +64,7 @@ EVENT_KINDS: Final[dict[Agent, dict[str, EventKind]]] = {
         "SessionStart": "session_start",
         "Stop": "stop",
         "PreCompact": "pre_compact",
-        "SessionEnd": "session_end",  # not a Codex event today; kept so one that arrives is journaled
+        "SessionEnd": "session_end",  # capped at 3 s by Codex: the hook's lock wait is 1 s
     },
     "cursor": {
         "sessionStart": "session_start",

@@ -9,8 +9,12 @@ Sources (read 2026-11):
 - Claude Code hooks: https://code.claude.com/docs/en/hooks (event input fields, ``hookSpecificOutput``,
   ``decision``/``reason``, exit codes, settings ``hooks`` → event → ``[{matcher?, hooks: [...]}]``).
 - Claude Code MCP: https://code.claude.com/docs/en/mcp (project servers in ``.mcp.json``, ``mcpServers``).
-- Codex hooks: https://developers.openai.com/codex/hooks and openai/codex
-  ``codex-rs/hooks/schema/generated/{session-start,stop,pre-compact}.command.{input,output}.schema.json``
+- Codex hooks: https://developers.openai.com/codex/hooks (hooks on by default; ``[features] hooks``
+  is the canonical key to turn them off, ``codex_hooks`` a deprecated alias) and openai/codex
+  ``codex-rs/hooks/schema/generated/{session-start,stop,pre-compact}.command.{input,output}.schema.json``;
+  ``SessionEnd``: openai/codex PR #33895 (``SESSION_END_MAX_TIMEOUT_SEC`` = 3 in
+  ``codex-rs/hooks/src/events/session_end.rs``: a longer timeout is clamped to 3 s, with a warning at
+  every start). Its input is taken to be Claude Code's (``reason``); not confirmed against a generated schema.
   (the output objects forbid unknown keys; ``decision: block`` needs a non-blank ``reason``).
 - Codex MCP: https://developers.openai.com/codex/mcp (``[mcp_servers.NAME]`` with ``command``, ``args``
   in ``~/.codex/config.toml`` or a trusted project's ``.codex/config.toml``).
@@ -257,9 +261,12 @@ SETTINGS: Final[dict[str, dict[str, dict[str, Any]]]] = {
     },
 }
 
-#: The events each agent's install hooks, by the agent's own names (Codex has no session end).
+#: Seconds Codex gives a SessionEnd hook at most, whatever its entry says (openai/codex PR #33895).
+CODEX_SESSION_END_CAP: Final = 3
+
+#: The events each agent's install hooks, by the agent's own names.
 INSTALLED_EVENTS: Final = {
     "claude-code": ("SessionStart", "Stop", "PreCompact", "SessionEnd"),
-    "codex": ("SessionStart", "Stop", "PreCompact"),
+    "codex": ("SessionStart", "Stop", "PreCompact", "SessionEnd"),
     "cursor": ("sessionStart", "stop", "preCompact", "sessionEnd"),
 }

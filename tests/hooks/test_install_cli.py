@@ -12,6 +12,7 @@ import pytest
 
 from handoff_files.hooks.formats import Agent
 from tests.hooks import documented
+from tests.hooks.helpers import hook_lines
 
 
 def handoff(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -194,3 +195,23 @@ def test_install_offers_to_keep_the_thread_out_of_git_and_does_it_when_asked(
     again = handoff(*args, "--gitignore", env=subprocess_env)
     assert (repository / ".gitignore").read_text() == ".handoff/\n"
     assert "--gitignore" not in again.stdout
+
+
+def test_codex_gets_a_session_end_hook_within_its_3_second_cap_and_the_current_feature_key(
+    repository: Path, subprocess_env: dict[str, str]
+) -> None:
+    done = handoff("install", "codex", "--project", os.fspath(repository), env=subprocess_env)  # runs from anywhere
+    assert done.returncode == 0, done.stderr
+    assert "codex_hooks = true" not in done.stdout  # hooks are on by default now
+    assert "`[features] hooks = false`" in done.stdout  # the key's current name
+    hooks = json.loads((repository / ".codex" / "hooks.json").read_text())["hooks"]
+    assert sorted(hooks) == sorted(documented.INSTALLED_EVENTS["codex"])
+    [[end]] = [group["hooks"] for group in hooks["SessionEnd"]]
+    assert end["timeout"] <= documented.CODEX_SESSION_END_CAP
+    event = json.dumps(documented.event("codex", "session_end", repository, reason="exit"))
+    ran = subprocess.run(
+        ["/bin/sh", "-c", end["command"]], input=event, env=subprocess_env, capture_output=True, text=True, check=False
+    )
+    assert (ran.returncode, ran.stdout) == (0, ""), ran.stderr
+    [line] = hook_lines(repository / ".handoff" / "main")
+    assert (line.extra["agent"], line.extra["hook_event"], line.extra["reason"]) == ("codex", "SessionEnd", "exit")
