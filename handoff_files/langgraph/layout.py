@@ -21,22 +21,28 @@ import hashlib
 import os
 import re
 import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
-from handoff_files.format.codec import parse_json
+from handoff_files.format.codec import MAX_FILE_BYTES, parse_json
 from handoff_files.format.seal import self_check
-from handoff_files.foundation.atomic import is_real_dir, read_bytes, write_all
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffWriteError, InvalidNameError
+from handoff_files.foundation.atomic import is_real_dir, write_all
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffParseError,
+    HandoffWriteError,
+    InvalidNameError,
+)
 from handoff_files.foundation.names import is_folder_name
 from handoff_files.foundation.safe_paths import dir_under, open_dir_under, refuse_link
-from handoff_files.thread.tail import cut_torn_tail
+from handoff_files.thread.tail import cut_torn_tail, read_whole
 
 __all__ = [
+    "MAX_WRITES_BYTES",
     "NAMESPACES_DIR",
     "WRITES_DIR",
     "append_writes",
@@ -52,6 +58,12 @@ NAMESPACES_DIR: Final = "namespaces"
 WRITES_DIR: Final = "writes"
 _SLUG_CUT: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _CHECK_LEN: Final = 16
+#: The largest pending-writes file: 16 lines as large as a checkpoint file may be (each line is read with that
+#: limit). ``put_writes`` refuses to grow a file past it, so a larger one (a sparse or planted file) is refused unread.
+MAX_WRITES_BYTES: Final = 16 * MAX_FILE_BYTES
+# every line the saver writes starts so (``put_writes`` builds each record with ``task_id`` first): a last
+# piece that does not is no line cut short by a crash mid-append but damage (NUL bytes, other text)
+_LINE_START: Final = b'{"task_id":'
 _APPEND: Final = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -147,10 +159,12 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]]) -> None:
     """Append write records durably (one fdatasync; the directory too when the file is new). Call under the lock.
 
     The file is opened in its folder, checked from *root* down with no link followed; a link or a
-    file with other hard links in its place is refused, never appended to.
+    file with other hard links in its place is refused, never appended to. A last line cut short by
+    a crash is cut away first; one that lost only its newline (it verifies) gets it back and stays.
 
     :raises InvalidNameError: for a symbolic link on the way, or a file with other hard links.
-    :raises HandoffWriteError: if the disk refuses.
+    :raises HandoffWriteError: if the disk refuses, or the file would grow past :data:`MAX_WRITES_BYTES`.
+    :raises HandoffParseError: if its last piece is damage, not a line (left as it is, for a person to see).
     """
     data = b"".join(orjson.dumps({**line, "check": _check(line)}) + b"\n" for line in lines)
     with open_dir_under(root, path.parent, create=True) as folder:
@@ -170,8 +184,13 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]]) -> None:
                     "appending would change what it is linked to; move it aside"
                 )
                 raise InvalidNameError(path, msg)
-            cut_torn_tail(fd)  # a crash mid-append left a line without its newline: never acknowledged
-            write_all(fd, data)
+            if st.st_size + len(data) + 1 > MAX_WRITES_BYTES:  # + 1: a newline a kept last line may need
+                msg = (
+                    f"{len(data):,} more bytes would grow the pending writes from {st.st_size:,} bytes past "
+                    f"their {MAX_WRITES_BYTES:,}-byte limit (no reader would read them back); write less per checkpoint"
+                )
+                raise HandoffWriteError(path, msg)
+            write_all(fd, _end_last_line(fd, path, st.st_size) + data)
             os.fdatasync(fd)
             if st.st_size == 0:
                 os.fsync(folder)  # a new file is not durable until its directory entry is
@@ -182,23 +201,64 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]]) -> None:
             os.close(fd)
 
 
+def _end_last_line(fd: int, path: Path, size: int) -> bytes:
+    """What goes before the next append: a newline after a last line that verifies; else nothing (a torn one is cut)."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return b""
+    content = os.pread(fd, size, 0)  # rare (a crash, or damage), and bounded: the caller checked the size
+    *complete, tail = content.split(b"\n")
+    if _last_record(tail, path, len(complete) + 1) is not None:
+        return b"\n"  # acknowledged once, its newline lost since: ending it keeps it
+    cut_torn_tail(fd)  # a crash mid-append left a line without its newline: never acknowledged
+    return b""
+
+
 def read_writes(path: Path) -> list[dict[str, Any]]:
     """The write records of one checkpoint, in the order written; a torn last line (never acknowledged) is left out.
 
-    :raises HandoffError: if a complete line is damaged (its check fails or it does not parse).
+    A last line that lost only its newline but verifies is kept: ``put_writes`` returned only after
+    the whole line was synced, so it is a write that was acknowledged.
+
+    :raises HandoffTooLargeError: for a file over :data:`MAX_WRITES_BYTES` (refused before it is read).
+    :raises HandoffParseError: if the last piece (after the last newline) is not the start of a line
+        the saver writes (NUL bytes, other text): damage, never read as no writes.
+    :raises HandoffError: if a complete line is damaged (its check fails or it does not parse), or
+        the file is not a regular file or cannot be read.
     """
     try:
-        data, _ = read_bytes(path, sys.maxsize, follow_symlinks=False)
+        data = read_whole(path, max_bytes=MAX_WRITES_BYTES)
     except HandoffNotFoundError:
         return []
-    lines = data.split(b"\n")
-    records = []
-    for number, line in enumerate(lines[:-1], start=1):  # the last piece has no newline: torn, or empty
-        if not line:
-            continue
-        record = parse_json(line, path)
-        if not isinstance(record, dict) or record.pop("check", None) != _check(record):
-            msg = f"line {number} is damaged (its check does not match)"
-            raise HandoffError(path, msg)
-        records.append(record)
-    return records
+    *complete, tail = data.split(b"\n")
+    records = [_record(line, path, number) for number, line in enumerate(complete, start=1) if line]
+    last = _last_record(tail, path, len(complete) + 1)
+    return records if last is None else [*records, last]
+
+
+def _record(line: bytes, path: Path, number: int) -> dict[str, Any]:
+    record = parse_json(line, path)
+    if not isinstance(record, dict) or record.pop("check", None) != _check(record):
+        msg = f"line {number} is damaged (its check does not match)"
+        raise HandoffError(path, msg)
+    return record
+
+
+def _last_record(tail: bytes, path: Path, number: int) -> dict[str, Any] | None:
+    """The last piece of a writes file, after its last newline: a line that lost only its newline, or None.
+
+    None for nothing, or for the start of a line cut short (a crash mid-append: never acknowledged).
+
+    :raises HandoffParseError: for anything else: damage (NUL bytes, other text), reported by name.
+    """
+    if not tail:
+        return None
+    with contextlib.suppress(HandoffError):
+        return _record(tail, path, number)
+    if tail[: len(_LINE_START)] == _LINE_START[: len(tail)]:
+        return None
+    msg = (
+        f"line {number}, the last (no newline after it), is not the start of a line the saver writes "
+        f"({tail[:16]!r}, {len(tail):,} bytes): damage, not a write cut short; "
+        "move the file aside to drop this checkpoint's pending writes (their tasks run again)"
+    )
+    raise HandoffParseError(path, msg)
