@@ -53,7 +53,10 @@ _MAX_NAMED = 10  # an ambiguous prefix's error names this many candidates, then 
 class HandoffInbox:
     """A shared inbox directory of handoff requests, safe for several processes.
 
-    One human-readable JSON file per request, ``<directory>/requests/<handoff_id>.json``; every
+    One human-readable JSON file per request, ``<directory>/requests/<handoff_id>.json``, sealed
+    (a digest over its canonical JSON, verified on every read, made afresh on every write: a
+    checksum that catches damage, not a signature, as anyone who may write the inbox can recompute
+    it; a file from before request files were sealed is read unverified, with a warning); every
     change is read, checked and written (atomically and durably) under the writers' lock (an flock) on
     ``<directory>/.lock``, so of several processes accepting one request exactly one wins. Reads
     take no lock. Every record returned is a fresh copy.

@@ -1,14 +1,23 @@
-"""Request files: one JSON file per request under ``requests/``, read strictly and written durably under a lock."""
+"""Request files: one sealed JSON file per request under ``requests/``, read strictly and written durably under a lock.
+
+Every file the inbox writes carries ``seal``: a digest (:data:`~handoff_files.format.seal.DEFAULT_ALGORITHM`)
+over the canonical JSON of the file without its seal, as a handoff's envelope does; every read verifies
+it, so a flipped bit that leaves a valid but different request ("gen 3" for "gen 2") is refused. The
+seal is a checksum, not a signature: it detects damage and careless edits, and anyone who may write
+the inbox can recompute it.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pydantic import ValidationError
 
+from handoff_files.format import seal as sealing
 from handoff_files.format.codec import parse_json, render
 from handoff_files.format.loader import describe
 from handoff_files.foundation.atomic import fsync_dir, read_bytes
@@ -18,13 +27,14 @@ from handoff_files.foundation.errors import (
     HandoffParseError,
     HandoffValidationError,
     HandoffWriteError,
+    SealError,
     UnknownRequestError,
 )
 from handoff_files.foundation.lock import LOCK_NAME, WriterLock
 from handoff_files.foundation.shared_mode import check_shared, create_file, make_dir, write_durable_mode
 from handoff_files.inbox.request import InboxRequest
 
-__all__ = ["MAX_REQUEST_BYTES", "REQUESTS_DIR", "RequestFiles"]
+__all__ = ["MAX_REQUEST_BYTES", "REQUESTS_DIR", "SEAL_KEY", "RequestFiles"]
 
 #: The folder, inside the inbox, holding one ``<handoff_id>.json`` per request.
 REQUESTS_DIR: Final = "requests"
@@ -35,6 +45,11 @@ _REQUEST_FILE: Final = re.compile(r"^[0-9a-f]{32}\.json$")
 # write_durable's temp files for our request files: `.<name>.<8 random chars>.tmp`
 _REQUEST_TEMP: Final = re.compile(r"^\.[0-9a-f]{32}\.json\.[a-z0-9_]{8}\.tmp$")
 _FIX: Final = "fix or remove the file"
+_HEX64: Final = re.compile(r"^[0-9a-f]{64}$")
+#: The key of a request file's seal (the one key the request model does not hold).
+SEAL_KEY: Final = "seal"
+
+logger = logging.getLogger(__name__)
 
 
 class RequestFiles:
@@ -55,6 +70,7 @@ class RequestFiles:
         self.requests_dir = path / REQUESTS_DIR
         self.lock = WriterLock(path, timeout=lock_timeout)
         self._ready = False
+        self._unsealed_seen: set[Path] = set()
 
     def file(self, handoff_id: str) -> Path:
         """Where request *handoff_id* is kept (a checked id: nothing else may reach a path)."""
@@ -66,6 +82,8 @@ class RequestFiles:
         :raises UnknownRequestError: if there is no such file.
         :raises HandoffParseError: if it is not one strict JSON object.
         :raises HandoffValidationError: if it is not a request, or not the one its name says.
+        :raises SealError: if its seal is malformed or does not match: damaged or edited. A file with no
+            seal (written before request files were sealed) is read unverified, with a warning logged once.
         """
         try:
             data, _ = read_bytes(path, MAX_REQUEST_BYTES, follow_symlinks=False)
@@ -87,6 +105,8 @@ class RequestFiles:
                 f"capability gate refuses is not stored), so it was not written by this library; {_FIX}"
             )
             raise HandoffValidationError(path, msg)
+        sealed = SEAL_KEY in document
+        seal = document.pop(SEAL_KEY, None)
         try:
             # parsed once: the strict reader's value is validated, the bytes are not parsed again
             record = InboxRequest.model_validate(document)
@@ -96,6 +116,16 @@ class RequestFiles:
         if record.handoff_id != path.stem:
             msg = f"holds request {record.handoff_id}, not the {path.stem} its name says; {_FIX}"
             raise HandoffValidationError(path, msg)
+        if sealed:
+            _verify(document, seal, path)
+        elif path not in self._unsealed_seen:
+            # written by a release before request files were sealed: read as it always was, said once
+            self._unsealed_seen.add(path)
+            logger.warning(
+                "handoff inbox: %s: no seal (written before request files were sealed, or by hand): read "
+                "unverified; the next change to the request seals it",
+                path,
+            )
         return record
 
     def ids(self) -> list[str]:
@@ -139,12 +169,16 @@ class RequestFiles:
         )
 
     def render(self, record: InboxRequest) -> bytes:
-        """The file's bytes for *record*: indented JSON a person can read.
+        """The file's bytes for *record*: indented JSON a person can read, sealed (see the module's docstring).
 
         :raises HandoffValidationError: past :data:`MAX_REQUEST_BYTES`.
         """
         # refused_by is never stored (a refused request is not written): files stay as older readers know them
-        data = render(record.model_dump(mode="json", exclude={"refused_by"}), "json")
+        document = record.model_dump(mode="json", exclude={"refused_by"})
+        algorithm = sealing.DEFAULT_ALGORITHM
+        # the seal goes last, so a person reading the file meets the request first
+        document[SEAL_KEY] = {"algorithm": algorithm, "digest": sealing.digest(sealing.canonical(document), algorithm)}
+        data = render(document, "json")
         if len(data) > MAX_REQUEST_BYTES:
             msg = (
                 f"the request would be {len(data):,} bytes, over the {MAX_REQUEST_BYTES:,}-byte limit; "
@@ -192,3 +226,24 @@ class RequestFiles:
             msg = f"cannot create or tidy the inbox: {exc.strerror or exc}"
             raise HandoffWriteError(self.path, msg) from exc
         self._ready = True
+
+
+def _verify(document: dict[str, Any], seal: object, path: Path) -> None:
+    """Check *seal* against the canonical JSON of *document* (the file without its seal).
+
+    :raises SealError: if the seal is malformed or does not match: the file was damaged or edited.
+    """
+    matched = False
+    if isinstance(seal, dict):
+        algorithm, expected = seal.get("algorithm"), seal.get("digest")
+        if algorithm in sealing.ALGORITHMS and isinstance(expected, str) and _HEX64.fullmatch(expected):
+            try:
+                matched = sealing.matches(sealing.canonical(document), str(algorithm), expected)
+            except ValueError:
+                matched = False  # no canonical form: the inbox never wrote it
+    if not matched:
+        msg = (
+            "content does not match its seal: the file was damaged or edited since the inbox wrote it (a flipped "
+            f"bit, a torn write, a change by hand); {_FIX}, or ask the requester to send the request again"
+        )
+        raise SealError(path, msg)

@@ -362,3 +362,47 @@ def test_a_hand_written_refused_by_is_refused_as_damage_not_shown_as_the_gate_s_
     assert str(path) in done.stderr
     assert "refused_by" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_request_file_with_one_flipped_bit_is_refused_in_one_line_naming_the_file(
+    inbox: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    """'gen 2 needs SQL' flipped to 'gen 3 needs SQL' is a valid request: the seal refuses it, as a user sees."""
+    lifecycle = HandoffInbox(inbox)
+    good = lifecycle.request_handoff("alpha", "beta", "fine").handoff_id
+    bad = lifecycle.request_handoff("alpha", "beta", "gen 2 needs SQL").handoff_id
+    path = inbox / "requests" / f"{bad}.json"
+    path.write_bytes(path.read_bytes().replace(b"gen 2", b"gen 3"))
+    for command in ("status", "accept"):
+        err = shell(python, subprocess_env, "inbox", str(inbox), command, bad, code=1).stderr
+        assert str(path) in err
+        assert "does not match its seal" in err
+        assert "damaged or edited" in err
+    listed = _loose(python, subprocess_env, "inbox", str(inbox), "list")
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[0] == good[:8]
+    assert lines[1].startswith("note: skipped a damaged request: ")
+    assert str(path) in lines[1]
+    assert b"gen 3" in path.read_bytes()  # the refused accept wrote nothing
+
+
+def _loose(python: str, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m handoff_files ARGV``, which must succeed, and may say something on stderr (a logged note)."""
+    done = subprocess.run(
+        [python, "-m", "handoff_files", *argv], capture_output=True, text=True, env=env, check=False, timeout=60
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    return done
+
+
+def test_a_request_file_from_before_the_seal_is_read_with_a_note_on_stderr(
+    inbox: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    handoff_id = HandoffInbox(inbox).request_handoff("alpha", "beta", "old").handoff_id
+    path = inbox / "requests" / f"{handoff_id}.json"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_bytes()).items() if k != "seal"}, indent=2))
+    done = _loose(python, subprocess_env, "inbox", str(inbox), "status", handoff_id)
+    assert done.stdout.startswith(f"handoff {handoff_id}: PENDING\n")
+    assert done.stderr.count("\n") == 1
+    assert str(path) in done.stderr
+    assert "no seal" in done.stderr

@@ -16,6 +16,7 @@ from typing import IO, Any
 import pytest
 
 from handoff_files import HandoffStore
+from handoff_files.format import seal as sealing
 from handoff_files.foundation.atomic import write_durable
 from handoff_files.inbox.fallback import request_handoff_with_fallback
 from handoff_files.inbox.lifecycle import HandoffInbox
@@ -243,8 +244,10 @@ def test_the_consistency_check_catches_a_torn_file_a_lost_request_and_a_step_bac
     path = inbox.requests_dir / f"{torn}.json"
     path.write_bytes(path.read_bytes()[:40])
     (inbox.requests_dir / f"{lost}.json").unlink()
-    record = json.loads((inbox.requests_dir / f"{back}.json").read_bytes())
-    write_durable(inbox.requests_dir / f"{back}.json", json.dumps({**record, "status": "PENDING"}).encode())
+    record = {**json.loads((inbox.requests_dir / f"{back}.json").read_bytes()), "status": "PENDING"}
+    # a step back, sealed as the inbox seals (a seal is a checksum: whoever writes the inbox can make one)
+    record["seal"] = {"algorithm": "blake3", "digest": sealing.digest(sealing.canonical(record), "blake3")}
+    write_durable(inbox.requests_dir / f"{back}.json", json.dumps(record).encode())
     failures = consistency(_check(spawn, inbox_dir), acked)
     assert len(failures) == 4, failures  # the torn file twice: damaged, and its request missing
     assert any(f.startswith("damaged:") and torn in f for f in failures)
