@@ -70,7 +70,7 @@ ENTRIES: Final = {
         Entry("journal", "journal.jsonl", durability="journal", remove=("handoff.json", "history")),
         Entry("load", "handoff.json", reader="load"),
         Entry("validate-cli", "handoff.json", reader="cli"),
-        Entry("inbox-request", "request", reader="inbox", checksummed=False),
+        Entry("inbox-request", "request", reader="inbox"),
         Entry("descriptor", "descriptor.json", reader="descriptor"),
         Entry("langgraph-writes", "pending writes", reader="langgraph"),
     )

@@ -48,13 +48,14 @@ CLI_SAMPLE: Final = (
 
 #: Defects the harness found, each as (entry, input) and what goes wrong: left out of the main run and
 #: kept as strict xfail tests below, so each shows until the library is fixed (then it XPASSes and fails).
-KNOWN: Final = {
-    ("inbox-request", "flip-in-text"): (
-        "inbox request files carry no checksum: one flipped bit inside a value (the reason 'gen 2 needs SQL' "
-        "read as 'gen 3 needs SQL'; likewise a digit of priority or created_at) reads back as a valid, different "
-        "request (so the inbox's random bit flips are left out of its main run)"
-    ),
-}
+KNOWN: Final[dict[tuple[str, str], str]] = {}
+#: Defects the harness found that are fixed: each runs alone below, as a regression test under the same rule.
+FIXED: Final = (
+    ("inbox-request", "flip-in-text"),  # no checksum: 'gen 2 needs SQL' read as 'gen 3 needs SQL' (now sealed)
+    ("langgraph-writes", "sparse"),  # an 8 GiB sparse pending-writes file read with no size limit (MemoryError)
+    ("langgraph-writes", "truncate-at--1"),  # a verified last line that lost its newline dropped silently
+    ("langgraph-writes", "nul-bytes"),  # 4,096 NUL bytes read as no pending writes, silently
+)
 #: Verdicts outside the rule that an entry's main run tolerates, with why. langgraph-writes "dropped": a cut inside
 #: a pending-writes line (or an emptied file) is byte for byte what a crash mid-put_writes leaves, which was never
 #: acknowledged and is passed over (docs/format.md); telling them apart would need a commit record outside the file.
@@ -135,12 +136,15 @@ def test_handoff_validate_refuses_hostile_files_with_one_line_and_exit_1(
 @pytest.mark.parametrize(
     ("entry", "name"),
     [
-        pytest.param(entry, name, id=f"{entry}-{name}", marks=pytest.mark.xfail(strict=True, reason=reason))
-        for (entry, name), reason in KNOWN.items()
+        *(
+            pytest.param(entry, name, id=f"{entry}-{name}", marks=pytest.mark.xfail(strict=True, reason=reason))
+            for (entry, name), reason in KNOWN.items()
+        ),
+        *(pytest.param(entry, name, id=f"{entry}-{name}") for entry, name in FIXED),
     ],
 )
-def test_known_defect(entry: str, name: str, tmp_path: Path, subprocess_env: dict[str, str]) -> None:
-    """Each defect the harness found, alone: it fails (xfail) until the library is fixed."""
+def test_each_defect_the_harness_found(entry: str, name: str, tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    """Each defect the harness found, alone: a known one fails (xfail) until it is fixed; a fixed one passes."""
     fed = feed(entry, tmp_path, subprocess_env, seeds=range(1), per_seed=0, large=False, only=(name,))
     check(entry, fed, minimum=1, tolerate=False)
 
