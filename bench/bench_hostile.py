@@ -208,6 +208,20 @@ CASES: Final = (
         says="directives",
     ),
     Case(
+        "json-lists-16MiB",
+        "JSON at the 16 MiB limit: 5.6 million empty lists, parsed in full (the worst shape for memory)",
+        lambda: b'{"a": [' + b",".join([b"[]"] * ((16 * 1024 * 1024 - 16) // 3)) + b"]}",
+        suffix=".json",
+        says="schema_version",
+    ),
+    Case(
+        "json-numbers-16MiB",
+        "JSON at the 16 MiB limit: 8.4 million numbers, parsed in full",
+        lambda: b'{"a": [' + b",".join([b"0"] * ((16 * 1024 * 1024 - 16) // 2)) + b"]}",
+        suffix=".json",
+        says="schema_version",
+    ),
+    Case(
         "deep-json-100000",
         "JSON nested 100,000 deep (200 KB), recursion limit raised to 1,000,000",
         lambda: _deep_json(100_000),

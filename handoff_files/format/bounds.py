@@ -10,10 +10,13 @@ the bounds are in ``bench/results-hostile.md``.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import operator
 import os
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 from handoff_files.format.model import MAX_DEPTH
@@ -27,6 +30,7 @@ __all__ = [
     "MAX_YAML_NODES",
     "YamlShape",
     "check_yaml_bytes",
+    "collector_paused",
     "count_values",
     "json_depth",
     "too_deep",
@@ -146,6 +150,23 @@ def json_depth(data: bytes) -> int:
     steps = _STRING.sub(b"", text).translate(_AS_STEPS, b'"')  # a quote left opens a string never closed
     depths = map(operator.sub, itertools.accumulate(steps), itertools.count(1))
     return max(0, max(depths, default=0))
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a parser builds a tree, then restore it as it was.
+
+    A parse makes only new, acyclic containers, yet every 2,000 of them start a collection that
+    walks the young ones again: 16 MiB of ``[[],[],…]`` took 3.1 s with the collector running and
+    0.5 s without (the garbage made is the same; it is collected at the next run after).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def too_deep(where: str = "") -> str:

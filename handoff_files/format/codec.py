@@ -20,6 +20,7 @@ from handoff_files.format.bounds import (
     MAX_YAML_NODES,
     YamlShape,
     check_yaml_bytes,
+    collector_paused,
     count_values,
     json_depth,
     too_deep,
@@ -70,7 +71,8 @@ def parse(data: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
         :data:`~handoff_files.format.bounds.MAX_YAML_BYTES`.
     """
     _check_bytes(data, path, MAX_FILE_BYTES)
-    document = _parse_json(data, path) if detect_format(data) == "json" else _parse_yaml(data, path)
+    with collector_paused():  # a parse makes only new, acyclic containers: no collection is needed
+        document = _parse_json(data, path) if detect_format(data) == "json" else _parse_yaml(data, path)
     if not isinstance(document, dict):
         msg = f"expected a mapping at the top level, found {_kind(document)}"
         raise HandoffParseError(path, msg)
@@ -93,7 +95,8 @@ def parse_json(data: bytes, path: str | os.PathLike[str], *, limit: int = MAX_FI
     :raises HandoffTooLargeError: past *limit*.
     """
     _check_bytes(data, path, limit, what="invalid JSON: the text ")
-    return _parse_json(data, path)
+    with collector_paused():
+        return _parse_json(data, path)
 
 
 def _check_bytes(data: bytes, path: str | os.PathLike[str], limit: int, *, what: str = "file ") -> None:
