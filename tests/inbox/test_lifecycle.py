@@ -32,6 +32,7 @@ from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint
 from handoff_files.transfers.blobs import LocalBlobStore
 from handoff_files.transfers.descriptor import Descriptor
 from handoff_files.transfers.export import handoff_checkpoint
+from tests.inbox.clock import Clock
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (
     HandoffStatus.PENDING,
@@ -40,19 +41,6 @@ PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (
     HandoffStatus.COMPLETED,
     HandoffStatus.EXPIRED,
 )
-
-
-class Clock:
-    """The one fake in these tests: time, which the issue asks to control. Advances only when told."""
-
-    def __init__(self) -> None:
-        self.now = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
 
 
 @pytest.fixture

@@ -16,16 +16,7 @@ from handoff_files.inbox import request_files
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import InboxRequest
 from handoff_files.inbox.status import HandoffStatus
-
-
-class Clock:
-    """Time, moved by hand, so a request can be brought to EXPIRED at once."""
-
-    def __init__(self) -> None:
-        self.now = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
-
-    def __call__(self) -> dt.datetime:
-        return self.now
+from tests.inbox.clock import Clock
 
 
 @pytest.fixture
