@@ -72,8 +72,11 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     :param keep: the newest checkpoints kept per thread and namespace (their pending writes too),
         or None to keep every one.
     :param serde: LangGraph's serializer for what is not plain JSON (default: its own, in its
-        strict allow-list mode). The saver checks the types its msgpack names either way, and never
-        stores or reads a pickle.
+        strict allow-list mode). Any other serializer (``EncryptedSerializer``, a subclass of
+        ``JsonPlusSerializer`` …) is given every value: the checkpoint's channels, its metadata and
+        its pending writes are then written only as that serializer's bytes, never in clear, and no
+        layer is read from the state. The saver checks the types plain msgpack names either way,
+        and never stores or reads a pickle.
     :param allowed_types: the types of the graph's own (an ``Enum``, a dataclass, a pydantic model)
         that its state holds, as classes or ``(module, name)`` pairs: allowed besides LangGraph's
         safe types. LangGraph adds the graph's schema types itself when ``LANGGRAPH_STRICT_MSGPACK``
@@ -99,6 +102,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         # LangGraph's own allow-list mode too, so its reader refuses what the check here refuses
         strict = JsonPlusSerializer(allowed_msgpack_modules=tuple(extra) or None)
         super().__init__(serde=strict if serde is None else serde)
+        #: every value through the caller's serializer, nothing in clear (see *serde*)
+        self.opaque = serde is not None and type(serde) is not JsonPlusSerializer
         if durability != "full":
             msg = f"durability={durability!r}: the LangGraph saver writes each checkpoint's file durably ('full') only"
             raise HandoffError(self.root, msg)
@@ -134,7 +139,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
 
     def _encode(self, value: Any, where: Path) -> dict[str, Any]:
         serde: SerdeProtocol = self.serde
-        return encode_value(value, serde, allowed=self.allowed_types, where=str(where))
+        return encode_value(value, serde, allowed=self.allowed_types, where=str(where), opaque=self.opaque)
 
     def _tuple(self, namespace: Namespace, entry: Entry) -> CheckpointTuple:
         handoff = namespace.handoff(entry)
@@ -283,7 +288,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         }
         namespace = self.folders.ready(ns_dir, create=True)
         assert namespace is not None  # noqa: S101 -- made just now
-        namespace.store.save({**layers_of_state(values, self.layers), "state": {"data": {"langgraph": record}}})
+        layers = {} if self.opaque else layers_of_state(values, self.layers)
+        namespace.store.save({**layers, "state": {"data": {"langgraph": record}}})
         if self.keep is not None:
             namespace.drop_pruned_writes(writes_file)
         return {

@@ -9,7 +9,9 @@ Every value is stored as a one-key object that says how it was stored:
 * ``{"serde": "msgpack", "base64": "..."}``: anything else, as the saver's serializer typed it.
 
 A value is written readably only if reading it back gives an equal value; otherwise it takes the
-serializer's road, so nothing is ever lost or changed by being readable. Typed bytes are stored and
+serializer's road, so nothing is ever lost or changed by being readable. A saver given a serializer
+of the caller's (LangGraph's ``EncryptedSerializer``, say) is *opaque*: every value takes the
+serializer's road, so nothing of the state is ever written in clear. Typed bytes are stored and
 read only if every type they name is allowed (:mod:`handoff_files.langgraph.allowed`).
 """
 
@@ -79,19 +81,26 @@ def _messages(value: Any) -> dict[str, Any] | None:
 
 
 def encode_value(
-    value: Any, serde: SerdeProtocol, *, allowed: frozenset[TypeKey] = SAFE_TYPES, where: str = "."
+    value: Any,
+    serde: SerdeProtocol,
+    *,
+    allowed: frozenset[TypeKey] = SAFE_TYPES,
+    where: str = ".",
+    opaque: bool = False,
 ) -> dict[str, Any]:
     """Encode one value for a checkpoint file: readable where it reads back equal, typed bytes otherwise.
 
     :param allowed: the types its typed bytes may name (else it could not be read back).
     :param where: the thread's folder, for errors.
+    :param opaque: every value through *serde*, none readable (the caller's serializer encrypts, say).
     :raises HandoffValidationError: if its typed bytes name a type not allowed, or are a pickle.
     """
-    if _plain_json(value):
-        return {"json": value}
-    messages = _messages(value)
-    if messages is not None:
-        return messages
+    if not opaque:
+        if _plain_json(value):
+            return {"json": value}
+        messages = _messages(value)
+        if messages is not None:
+            return messages
     kind, data = serde.dumps_typed(value)
     check_typed(kind, data, allowed, where, writing=True)
     return {"serde": kind, "base64": base64.b64encode(data).decode("ascii")}
