@@ -67,6 +67,7 @@ bench: $(STAMP_BENCH)
 	$(BIN_BENCH)/python -m bench.bench_import
 	$(BIN_BENCH)/python -m bench.bench_goals
 	$(BIN_BENCH)/python -m bench.bench_langgraph
+	$(BIN_BENCH)/python -m bench.bench_langgraph_cold
 	$(BIN_BENCH)/python -m bench.bench_hostile
 
 # the full torture run (every part at its full count: 10,000 kills, 1,000 crash states, 8 x 1,000 saves …),
