@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import shutil
@@ -23,6 +24,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.foundation.safe_paths import dir_under
 from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
@@ -141,8 +143,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         serde: SerdeProtocol = self.serde
         return encode_value(value, serde, allowed=self.allowed_types, where=str(where), opaque=self.opaque)
 
-    def _tuple(self, namespace: Namespace, entry: Entry) -> CheckpointTuple:
-        handoff = namespace.handoff(entry)
+    def _tuple(self, namespace: Namespace, entry: Entry, handoff: Handoff | None = None) -> CheckpointTuple:
+        handoff = namespace.handoff(entry) if handoff is None else handoff
         record = record_of(handoff, entry.path)
         checkpoint = self._decode(record["checkpoint"], entry.path)
         versions = checkpoint.get("channel_versions", {})
@@ -192,6 +194,11 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         if namespace is None:
             return None
         wanted = get_checkpoint_id(config)
+        if not wanted:
+            newest = namespace.newest()  # one file, when its record proves it the newest
+            if newest is not None:
+                with contextlib.suppress(HandoffNotFoundError):  # pruned since: read the index below
+                    return self._tuple(namespace, *newest)
         for attempt in range(3):  # a checkpoint another writer prunes between the look and the read: look again
             entries, damaged = namespace.scan()
             if wanted:
@@ -289,7 +296,10 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         namespace = self.folders.ready(ns_dir, create=True)
         assert namespace is not None  # noqa: S101 -- made just now
         layers = {} if self.opaque else layers_of_state(values, self.layers)
-        namespace.store.save({**layers, "state": {"data": {"langgraph": record}}})
+        with namespace.store.locked():
+            record["order"] = order = namespace.order()
+            receipt = namespace.store.save({**layers, "state": {"data": {"langgraph": record}}})
+        namespace.saved(receipt.generation, order, checkpoint["id"])
         if self.keep is not None:
             namespace.drop_pruned_writes(writes_file)
         return {

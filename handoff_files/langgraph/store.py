@@ -5,12 +5,19 @@ durable, the writers' lock), its LangGraph record under ``state.data["langgraph"
 layers come from the graph's state where it carries them. An index of the checkpoints (id,
 parent, metadata, file) is read from ``history/`` once per file and kept while the file is
 unchanged: files in ``history/`` are sealed and never rewritten.
+
+The newest checkpoint is found without reading ``history/``: each record says which generation its
+writer saved after and the highest checkpoint id up to it (``order``). When the newest generation's
+record was saved right after the one before it and its id is above every earlier one, it is the
+newest checkpoint; otherwise (an older release's file, another writer in between, a checkpoint put
+out of id order, a deleted newest one) the whole index is read, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +39,7 @@ from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_o
 from handoff_files.thread.settings import Durability
 from handoff_files.thread.store import HandoffStore
 
-__all__ = ["AGENT_ID", "FORMAT", "Entry", "Namespace", "record_of"]
+__all__ = ["AGENT_ID", "FORMAT", "Entry", "Namespace", "Top", "record_of"]
 
 #: The version of the LangGraph record inside a checkpoint file; a newer one is refused.
 FORMAT: Final = 1
@@ -51,6 +58,14 @@ class Entry:
     metadata: dict[str, Any]  # as stored (encoded), decoded by the saver when it filters
     path: Path  # its sealed file in history/
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Top:
+    """What the next save chains its ``order`` from: the newest generation, and the highest checkpoint id up to it."""
+
+    generation: int
+    highest_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +141,60 @@ class Namespace:
         )
         self._files: dict[tuple[str, int, int, int], Entry] = {}
         self._lock = threading.Lock()
+        self._top: Top | None = None  # None: not known (found again by the next save)
+
+    def order(self) -> dict[str, Any]:
+        """The ``order`` a new record carries: the generation it is saved after and the highest id up to it.
+
+        Known from this process's last save or read; else from the newest generation's own record
+        (one file), else from the whole index. Call under the writers' lock.
+        """
+        top = self._top
+        if top is None:
+            newest = self.newest()
+            if newest is not None:
+                top = self._top
+            else:
+                entries = self.scan()[0]
+                if entries:
+                    highest = max(entries, key=lambda entry: entry.generation)
+                    top = Top(highest.generation, entries[0].checkpoint_id)
+        if top is None:
+            return {"after": 0, "highest_id": None}
+        return {"after": top.generation, "highest_id": top.highest_id}
+
+    def saved(self, generation: int, order: dict[str, Any], checkpoint_id: str) -> None:
+        """A save of *checkpoint_id* as *generation* returned: the next save chains from it if nothing came between."""
+        if generation != order["after"] + 1:
+            self._top = None  # another writer saved in between: the next save looks again
+            return
+        highest = order["highest_id"]
+        self._top = Top(generation, checkpoint_id if highest is None or checkpoint_id > highest else highest)
+
+    def newest(self) -> tuple[Entry, Handoff] | None:
+        """The newest checkpoint and its file, from the primary alone when its record proves it the newest; else None.
+
+        Proven when the primary verifies, ``history/`` holds its generation's file and none after it,
+        and its record was saved right after the generation before it with an id above every
+        earlier one. None means "read the index" (:meth:`scan`), never "no checkpoint".
+        """
+        try:
+            handoff = load(self.store.primary, follow_symlinks=False)
+            record = record_of(handoff, self.store.primary)
+        except HandoffError:
+            return None
+        generation, checkpoint_id = handoff.generation, record["checkpoint_id"]
+        order = record.get("order")
+        if not isinstance(order, dict) or order.get("after") != generation - 1:
+            return None  # an older release's record, or another writer saved in between
+        highest = order.get("highest_id")
+        if highest is not None and not (isinstance(highest, str) and checkpoint_id > highest):
+            return None  # put out of id order: some earlier checkpoint may be the newest
+        path = self.store.layout.generation_file(generation, self.store.format)
+        if not self._only_newest(path, generation):
+            return None
+        self._top = Top(generation, checkpoint_id)
+        return self._entry(handoff, path), handoff
 
     def entries(self) -> list[Entry]:
         """Every checkpoint of the namespace, newest (highest id) first.
@@ -173,6 +242,17 @@ class Namespace:
             self._files = found
         damaged.sort(key=lambda item: item.generation, reverse=True)
         return sorted(found.values(), key=lambda entry: entry.checkpoint_id, reverse=True), damaged
+
+    def _only_newest(self, path: Path, generation: int) -> bool:
+        """Whether ``history/`` holds *generation*'s file (a regular file, the primary's size) and not the next one's."""
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != os.lstat(self.store.primary).st_size:
+                return False  # a copy cut short or replaced: the index reads it and says so
+            # a newer generation whose primary a crash lost (or that does not verify) sends the reader to the index
+            return not os.path.lexists(self.store.layout.generation_file(generation + 1, self.store.format))
+        except OSError:
+            return False
 
     def _entry(self, handoff: Handoff, path: Path) -> Entry:
         record = record_of(handoff, path)
