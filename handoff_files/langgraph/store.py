@@ -244,7 +244,7 @@ class Namespace:
         return sorted(found.values(), key=lambda entry: entry.checkpoint_id, reverse=True), damaged
 
     def _only_newest(self, path: Path, generation: int) -> bool:
-        """Whether ``history/`` holds *generation*'s file (a regular file, the primary's size) and not the next one's."""
+        """Whether ``history/`` holds *generation*'s file (regular, the primary's size) and not the next one's."""
         try:
             st = os.lstat(path)
             if not stat.S_ISREG(st.st_mode) or st.st_size != os.lstat(self.store.primary).st_size:

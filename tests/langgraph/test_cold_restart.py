@@ -1,4 +1,4 @@
-"""A fresh process finds a thread's newest checkpoint from one file, at 10 checkpoints as at hundreds, and never a wrong one."""
+"""A fresh process finds the newest checkpoint from one file, at 10 checkpoints as at hundreds, never a wrong one."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ import json, sys
 from handoff_files.langgraph import HandoffSaver
 saver = HandoffSaver(sys.argv[1])
 opened = []
-sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and "history" in str(args[0]) else None)
+def look(event, args):
+    if event == "open" and "history" in str(args[0]):
+        opened.append(str(args[0]))
+sys.addaudithook(look)
 got = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
 print(json.dumps({"opened": len(opened), "id": got.checkpoint["id"], "n": got.checkpoint["channel_values"]["n"]}))
 """
