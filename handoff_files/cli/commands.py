@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from handoff_files.cli.commands_show import cmd_show  # re-exported: show's own module, named here as before
 from handoff_files.cli.exits import EXIT_UNFINISHED
 from handoff_files.cli.machine import DOCTOR_KEYS, RUN_KEYS, ordered, to_json
 from handoff_files.cli.render import (
-    briefing,
     findings_report,
     history_table,
     migration_report,
@@ -162,41 +162,6 @@ def cmd_save(args: argparse.Namespace) -> str:
     layers = layers_of(parse(data, name), Path(name))  # checked here, so a field not allowed names FILE
     receipt = HandoffStore(args.dir, format=args.format, **lock_options(args)).save(layers)
     return _receipt(receipt, args, "saved")
-
-
-def cmd_show(args: argparse.Namespace) -> str:
-    """``handoff show PATH [--generation N]``."""
-    from handoff_files.thread.locate import open_handoff  # noqa: PLC0415 -- imported per command: start-up cost
-
-    restored = open_handoff(args.path, assume_version=args.assume_version, generation=args.generation)
-    transferred = None
-    if restored.source != "file":  # a thread directory, restored: it may have been handed on
-        try:
-            transferred = _transferred(Path(args.path))
-        except HandoffError as exc:  # a damaged record must not hide the handoff: say so beside it
-            restored = dataclasses.replace(restored, problems=(*restored.problems, str(exc)))
-    if args.json:
-        return to_json(
-            {
-                "source": restored.source,
-                "path": restored.path,
-                "problems": list(restored.problems),
-                "transferred_to": transferred,
-                "handoff": restored.handoff.model_dump(mode="json"),
-            }
-        )
-    return briefing(restored, transferred=transferred)
-
-
-def _transferred(thread: Path) -> dict[str, Any] | None:
-    """The record a finished transfer left in *thread* (where it went), or None; the transfer layer loads only then."""
-    from handoff_files.thread.layout import TRANSFERRED_NAME  # noqa: PLC0415 -- imported per command: start-up cost
-
-    if not (thread / TRANSFERRED_NAME).exists():
-        return None
-    from handoff_files.transfers.handover import transferred_to  # noqa: PLC0415 -- a transferred thread only
-
-    return transferred_to(thread)
 
 
 def cmd_validate(args: argparse.Namespace) -> str:

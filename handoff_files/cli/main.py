@@ -118,7 +118,7 @@ def _add_file_commands(add: Add) -> None:
 
     p = add(
         "show",
-        _handler("commands", "show"),
+        _handler("commands_show", "show"),
         "show a handoff for a person taking over: narrative, warnings, priorities, state",
     )
     p.add_argument("path", metavar="THREAD", help="thread directory (restored), or a handoff file (loaded)")

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from handoff_files.cli.render_checkpoint import checkpoint_lines
 from handoff_files.cli.terminal import (
     Style,
     Terminal,
@@ -21,6 +22,7 @@ from handoff_files.cli.terminal import (
 if TYPE_CHECKING:  # annotations only: each command imports the library modules it uses, so `show` loads no inbox
     from handoff_files.format.model import Handoff
     from handoff_files.inbox.lifecycle import InboxRequest
+    from handoff_files.langgraph.describe import CheckpointView
     from handoff_files.thread.doctor import Finding
     from handoff_files.thread.journal import Entry
     from handoff_files.thread.results import HistoryEntry, MigrationReport, Restored
@@ -51,36 +53,54 @@ def _wrap(text: str, indent: str = "  ", term: Terminal | None = None) -> list[s
     return lines
 
 
-def briefing(restored: Restored, *, term: Terminal | None = None, transferred: Mapping[str, Any] | None = None) -> str:
+def briefing(
+    restored: Restored,
+    *,
+    term: Terminal | None = None,
+    transferred: Mapping[str, Any] | None = None,
+    checkpoint: CheckpointView | None = None,
+) -> str:
     """Render a handoff for a person taking over a shift: story, dangers, next steps, facts, reasons.
 
     :param term: where it goes (default: :func:`terminal`): the width it is wrapped to, and colour.
     :param transferred: the record a finished transfer left in the thread (``transferred.json``): where it went.
+    :param checkpoint: the LangGraph checkpoint the generation holds: shown first, then only the
+        layers that hold something (its state is the checkpoint's record, not repeated).
     """
     t = terminal() if term is None else term
     h = restored.handoff
     out = _head(restored, transferred, t)
     for problem in restored.problems:
         out += fit("note: ", problem, t, "  ")
+    if checkpoint is not None:
+        out += ["", *checkpoint_lines(checkpoint, t)]
 
-    def heading(name: str) -> None:
-        out.extend(["", paint(name, "heading", t)])
+    def section(name: str, lines: list[str], empty: bool) -> None:
+        """A section; a checkpoint's empty layer is left out."""
+        if not (empty and checkpoint is not None):
+            out.extend(["", paint(name, "heading", t), *lines])
 
-    heading("NARRATIVE")
-    out += _wrap(h.narrative or "(none)", "  ", t)
-    heading("WARNINGS")
-    for w in h.warnings:
-        out += fit(f"  ! [{w.severity}] " if w.severity else "  ! ", w.text, t)
-    if not h.warnings:
-        out.append("  (none)")
-    heading("PRIORITIES")
-    for i, p in enumerate(h.priorities, 1):
-        out += fit(f"  {i}. ", f"{p.task}  ({p.urgency.replace('_', ' ')})", t)
-    if not h.priorities:
-        out.append("  (none)")
-    heading("STATE")
-    out += _state_lines(h, t)
-    heading("DECISIONS")
+    section("NARRATIVE", _wrap(h.narrative or "(none)", "  ", t), not h.narrative)
+    warnings = [line for w in h.warnings for line in fit(f"  ! [{w.severity}] " if w.severity else "  ! ", w.text, t)]
+    section("WARNINGS", warnings or ["  (none)"], not h.warnings)
+    priorities = [
+        line
+        for i, p in enumerate(h.priorities, 1)
+        for line in fit(f"  {i}. ", f"{p.task}  ({p.urgency.replace('_', ' ')})", t)
+    ]
+    section("PRIORITIES", priorities or ["  (none)"], not h.priorities)
+    section("STATE", _state_lines(h, t), checkpoint is not None)  # a checkpoint's state is its record, shown above
+    section("DECISIONS", _decision_lines(h, t), not h.decisions)
+    if h.context is not None:
+        context = [f"  {len(h.context.conversation_history)} messages in the conversation history"]
+        if h.context.tool_state:
+            context += fit("  tool state: ", ", ".join(sorted(h.context.tool_state)), t, "    ")
+        section("CONTEXT", context, empty=False)
+    return "\n".join(out) + "\n"
+
+
+def _decision_lines(h: Handoff, t: Terminal) -> list[str]:
+    out: list[str] = []
     for d in h.decisions:
         out += fit("  - ", f"[{d.status}] {d.decision}", t)
         out += fit("      because: ", d.reason, t)
@@ -90,12 +110,7 @@ def briefing(restored: Restored, *, term: Terminal | None = None, transferred: M
             out.append("      (not reversible)")
     if not h.decisions:
         out.append("  (none)")
-    if h.context is not None:
-        heading("CONTEXT")
-        out.append(f"  {len(h.context.conversation_history)} messages in the conversation history")
-        if h.context.tool_state:
-            out += fit("  tool state: ", ", ".join(sorted(h.context.tool_state)), t, "    ")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _head(restored: Restored, transferred: Mapping[str, Any] | None, t: Terminal) -> list[str]:
