@@ -207,6 +207,20 @@ def _subgraphs(thread: Path) -> tuple[Subgraph, ...]:
     return tuple(found)
 
 
+def _interrupts(record: dict[str, Any]) -> list[PendingWrite]:
+    """An ``__interrupt__`` write: each question it holds, where it is JSON in LangGraph's ``Interrupt`` shape.
+
+    ``[{"value": …, "id": …}, …]`` is shown as one line per ``value`` (the question asked);
+    anything else (typed bytes, other JSON) as the one value it is.
+    """
+    stored = record.get("value")
+    node = _node_of(record)
+    items = stored.get("json") if isinstance(stored, dict) and set(stored) == {"json"} else None
+    if isinstance(items, list) and items and all(isinstance(item, dict) and "value" in item for item in items):
+        return [PendingWrite(node, INTERRUPT, preview({"json": item["value"]})) for item in items]
+    return [PendingWrite(node, INTERRUPT, preview(stored))]
+
+
 def _status(node: str, writes: list[dict[str, Any]]) -> str:
     """What the pending writes say of a node's task: interrupted, failed, finished, or nothing yet."""
     mine = [record for record in writes if _node_of(record) == node]
@@ -273,11 +287,7 @@ def describe_checkpoint(handoff: Handoff, where: Path | str, *, thread: Path | N
             for r in writes
             if r.get("channel") != INTERRUPT
         ),
-        interrupts=tuple(
-            PendingWrite(_node_of(r), INTERRUPT, preview(r.get("value")))
-            for r in writes
-            if r.get("channel") == INTERRUPT
-        ),
+        interrupts=tuple(item for r in writes if r.get("channel") == INTERRUPT for item in _interrupts(r)),
         metadata=preview(record.get("metadata")),
         checkpoints=checkpoints,
         subgraphs=subgraphs,

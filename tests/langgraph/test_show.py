@@ -118,6 +118,19 @@ def test_an_interrupt_stored_as_json_is_shown_with_its_question(tmp_path: Path, 
     assert "next: review (interrupted)" in done.stdout
 
 
+def test_interrupts_in_langgraphs_own_shape_show_each_question(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    """``[{"value": question, "id": …}]``, LangGraph's ``Interrupt`` as JSON: one line per question, its id left out."""
+    saver = HandoffSaver(tmp_path / "graphs")
+    checkpoint = empty_checkpoint()
+    config = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {"step": 2}, {})
+    asked = [{"value": {"question": "ship it?"}, "id": "a" * 32}, {"value": "and the docs?", "id": "b" * 32}]
+    saver.put_writes(config, [("__interrupt__", asked)], "task-1", "~__pregel_pull, review")
+    done = _show(subprocess_env, str(tmp_path / "graphs" / "t"))
+    assert done.returncode == 0, done.stderr
+    assert '  review: {"question":"ship it?"}\n  review: "and the docs?"\n' in done.stdout
+    assert "a" * 32 not in done.stdout
+
+
 def test_show_json_gives_the_checkpoint_under_langgraph(paused: Path, subprocess_env: dict[str, str]) -> None:
     done = _show(subprocess_env, str(paused), "--json")
     assert done.returncode == 0, done.stderr
