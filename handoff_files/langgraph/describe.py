@@ -26,7 +26,7 @@ from handoff_files.foundation.errors import HandoffError
 from handoff_files.langgraph.layout import NAMESPACES_DIR, namespace_dirs, read_writes, writes_file
 from handoff_files.langgraph.preview import Preview, preview
 from handoff_files.langgraph.store import record_of
-from handoff_files.thread.layout import HISTORY_DIR, generation_of
+from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_NAMES, generation_of
 
 if TYPE_CHECKING:
     from handoff_files.format.model import Handoff
@@ -221,6 +221,15 @@ def _interrupts(record: dict[str, Any]) -> list[PendingWrite]:
     return [PendingWrite(node, INTERRUPT, preview(stored))]
 
 
+def _thread_of(path: Path) -> Path | None:
+    """The thread a checkpoint file is in: a ``history/`` file's or a primary's folder; None for a loose file."""
+    if path.parent.name == HISTORY_DIR and generation_of(path.name) is not None:
+        return path.parent.parent
+    if path.name in PRIMARY_NAMES and (path.parent / HISTORY_DIR).is_dir():
+        return path.parent
+    return None
+
+
 def _status(node: str, writes: list[dict[str, Any]]) -> str:
     """What the pending writes say of a node's task: interrupted, failed, finished, or nothing yet."""
     mine = [record for record in writes if _node_of(record) == node]
@@ -240,7 +249,8 @@ def describe_checkpoint(handoff: Handoff, where: Path | str, *, thread: Path | N
     :param handoff: the generation shown (verified by whoever loaded it).
     :param where: its file, for errors.
     :param thread: the thread (namespace) directory it is a generation of, to read its pending
-        writes, count its checkpoints and list its subgraphs; None for a file shown on its own.
+        writes, count its checkpoints and list its subgraphs; None: the thread *where* is in (a
+        ``history/`` file's, a primary's), or none for a file outside a thread.
     :raises HandoffError: if its record is not a LangGraph record this release reads (naming *where*).
     """
     if "langgraph" not in handoff.state.data:
@@ -252,6 +262,7 @@ def describe_checkpoint(handoff: Handoff, where: Path | str, *, thread: Path | N
     checkpoint = _plain(record.get("checkpoint"))
     versions = (checkpoint or {}).get("channel_versions")
     versions = versions if isinstance(versions, dict) else {}
+    thread = _thread_of(Path(where)) if thread is None else thread
     problems: list[str] = []
     writes: list[dict[str, Any]] = []
     checkpoints = subgraphs = None

@@ -176,6 +176,15 @@ def test_a_subgraph_namespace_and_an_older_generation_show_their_own_checkpoint(
     assert "next: __start__" in older.stdout, "the input waits for the __start__ node"
 
 
+def test_a_checkpoint_file_in_history_is_shown_with_its_threads_writes(
+    paused: Path, subprocess_env: dict[str, str]
+) -> None:
+    done = _show(subprocess_env, str(paused / "history" / "00000010.json"))
+    assert done.returncode == 0, done.stderr
+    assert "next: review (interrupted)" in done.stdout, "its pending writes, read from its thread's writes/"
+    assert "10 checkpoints in history/" in done.stdout
+
+
 @pytest.mark.parametrize("where", ["value", "metadata", "write"])
 def test_typed_bytes_are_shown_by_size_never_decoded(
     tmp_path: Path, subprocess_env: dict[str, str], where: str
