@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from handoff_files import HandoffStore, load
 from handoff_files.cli.render import briefing
@@ -198,6 +199,24 @@ def test_typed_bytes_are_shown_by_size_never_decoded(
     if where == "metadata":
         assert "step (typed, not read)" in done.stdout
     assert not marker.exists(), "showing ran the planted code"
+
+
+class _OwnSerializer(JsonPlusSerializer):
+    """A serializer of the caller's own: the saver writes every value through it, nothing in clear."""
+
+
+def test_an_opaque_savers_checkpoint_is_shown_as_typed_bytes(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    saver = HandoffSaver(tmp_path / "graphs", serde=_OwnSerializer())
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"narrative": "secret plan", "branch:to:work": None}
+    checkpoint["channel_versions"] = {"narrative": 1, "branch:to:work": 1}
+    saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {"step": 4}, {})
+    done = _show(subprocess_env, str(tmp_path / "graphs" / "t"))
+    assert done.returncode == 0, done.stderr
+    assert "next: unknown (the checkpoint is stored as typed bytes)" in done.stdout
+    assert "step (typed, not read)" in done.stdout
+    assert "  narrative: <typed msgpack, " in done.stdout
+    assert "secret plan" not in done.stdout
 
 
 def test_show_works_without_langgraph_installed(paused: Path, subprocess_env: dict[str, str]) -> None:
