@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import shutil
-import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -25,8 +23,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
-from handoff_files.foundation.safe_paths import dir_under
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffValidationError
+from handoff_files.langgraph import threads
 from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
 from handoff_files.langgraph.async_methods import AsyncMethods
 from handoff_files.langgraph.folders import Folders
@@ -36,6 +34,7 @@ from handoff_files.langgraph.layout import (
     writes_file,
 )
 from handoff_files.langgraph.store import FORMAT, Entry, Namespace, record_of
+from handoff_files.langgraph.threads import DELTA_KEY, passed_over
 from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value, layers_of_state
 from handoff_files.thread.settings import Durability
 
@@ -49,10 +48,6 @@ LAYER_KEYS: Final = {
     "warnings": "warnings",
 }
 _STRATEGIES: Final = ("keep_latest", "delete")
-
-
-def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}}
 
 
 class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
@@ -143,7 +138,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         serde: SerdeProtocol = self.serde
         return encode_value(value, serde, allowed=self.allowed_types, where=str(where), opaque=self.opaque)
 
-    def _tuple(self, namespace: Namespace, entry: Entry, handoff: Handoff | None = None) -> CheckpointTuple:
+    def tuple_of(self, namespace: Namespace, entry: Entry, handoff: Handoff | None = None) -> CheckpointTuple:
+        """The checkpoint *entry* names, read from its file (*handoff*, when already loaded)."""
         handoff = namespace.handoff(entry) if handoff is None else handoff
         record = record_of(handoff, entry.path)
         checkpoint = self._decode(record["checkpoint"], entry.path)
@@ -198,7 +194,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             newest = namespace.newest()  # one file, when its record proves it the newest
             if newest is not None:
                 with contextlib.suppress(HandoffNotFoundError):  # pruned since: read the index below
-                    return self._tuple(namespace, *newest)
+                    return self.tuple_of(namespace, *newest)
         for attempt in range(3):  # a checkpoint another writer prunes between the look and the read: look again
             entries, damaged = namespace.scan()
             if wanted:
@@ -210,7 +206,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             if not entries:
                 return None
             try:
-                return self._tuple(namespace, entries[0])
+                return self.tuple_of(namespace, entries[0])
             except HandoffNotFoundError:
                 if attempt == 2:
                     raise
@@ -235,23 +231,26 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             namespaces = self.folders.namespaces_of(self.folders.thread_dir(configurable["thread_id"]))
         wanted = get_checkpoint_id(config) if config else None
         below = get_checkpoint_id(before) if before else None
-        found = [
-            (namespace, entry)
-            for namespace in namespaces
-            for entry in namespace.entries()
-            if (wanted is None or entry.checkpoint_id == wanted) and (below is None or entry.checkpoint_id < below)
-        ]
+        found = []
+        for namespace in namespaces:
+            entries, damaged = namespace.scan()
+            passed_over(namespace, damaged)  # named in a warning, never a reason to stop the history
+            found += [
+                (namespace, entry)
+                for entry in entries
+                if (wanted is None or entry.checkpoint_id == wanted) and (below is None or entry.checkpoint_id < below)
+            ]
         found.sort(key=lambda pair: pair[1].checkpoint_id, reverse=True)
         count = 0
         for namespace, entry in found:
             if limit is not None and count >= limit:
                 return
             if filter:
-                metadata = self._decode(entry.metadata, entry.path)
+                metadata = self.metadata_of(entry)
                 if any(key not in metadata or metadata[key] != value for key, value in filter.items()):
                     continue
             try:
-                item = self._tuple(namespace, entry)
+                item = self.tuple_of(namespace, entry)
             except HandoffNotFoundError:
                 continue  # pruned by another writer since the listing
             count += 1
@@ -277,10 +276,33 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             configurable.get("checkpoint_id"),
         )
 
+    def metadata_of(self, entry: Entry) -> Any:
+        """A checkpoint's metadata, decoded."""
+        return self._decode(entry.metadata, entry.path)
+
     def _save(
         self, thread_id: str, checkpoint_ns: str, checkpoint: dict[str, Any], metadata: Any, parent: str | None
     ) -> RunnableConfig:
-        ns_dir = self.folders.ns_dir(thread_id, checkpoint_ns)
+        if self.keep is not None and isinstance(metadata, dict) and metadata.get(DELTA_KEY):
+            msg = (
+                f"keep={self.keep}: this graph uses a DeltaChannel, whose value is rebuilt from the writes of older "
+                "checkpoints, which keep would delete (its value would silently read as empty); use keep=None"
+            )
+            raise HandoffValidationError(self.root, msg)
+        return self.save_into(self.folders, thread_id, checkpoint_ns, checkpoint, metadata=metadata, parent=parent)
+
+    def save_into(
+        self,
+        folders: Folders,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint: dict[str, Any],
+        *,
+        metadata: Any,
+        parent: str | None,
+    ) -> RunnableConfig:
+        """Save a checkpoint as the next generation of its namespace under *folders* (the saver's, or a staging one)."""
+        ns_dir = folders.ns_dir(thread_id, checkpoint_ns)
         values = checkpoint.pop("channel_values", None) or {}
         versions = checkpoint.get("channel_versions", {})
         record = {
@@ -293,7 +315,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             "checkpoint": self._encode(checkpoint, ns_dir),
             "channel_values": {name: self._encode(value, ns_dir) for name, value in values.items() if name in versions},
         }
-        namespace = self.folders.ready(ns_dir, create=True)
+        namespace = folders.ready(ns_dir, create=True)
         assert namespace is not None  # noqa: S101 -- made just now
         layers = {} if self.opaque else layers_of_state(values, self.layers)
         with namespace.store.locked():
@@ -340,31 +362,16 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     # -- removing and copying ------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of a thread, in every namespace."""
-        thread_dir = self.folders.thread_dir(str(thread_id))
-        if not dir_under(self.root, thread_dir):  # a link planted for the thread is refused, not renamed
-            return
-        doomed = self.root / f".deleted-{thread_dir.name}-{uuid.uuid4().hex[:8]}"
-        try:
-            thread_dir.rename(doomed)  # gone at once for every reader, then removed at leisure
-        except FileNotFoundError:
-            return
-        self.folders.forget(thread_dir)
-        shutil.rmtree(doomed, ignore_errors=True)
+        """Delete every checkpoint and write of a thread, in every namespace (under their writers' locks)."""
+        threads.delete_thread(self, str(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete every checkpoint (and its writes) whose metadata's ``run_id`` is one of *run_ids*."""
-        runs = set(run_ids)
-        if not runs:
-            return
-        for thread_dir in self.folders.thread_dirs():
-            for namespace in self.folders.namespaces_of(thread_dir):
-                doomed = [
-                    entry
-                    for entry in namespace.entries()
-                    if self._decode(entry.metadata, entry.path).get("run_id") in runs
-                ]
-                namespace.remove(doomed, writes_file)
+        """Delete every checkpoint (and its writes) whose metadata's ``run_id`` is one of *run_ids*.
+
+        A checkpoint file that does not verify is passed over (its run cannot be read), with a
+        :class:`~handoff_files.langgraph.threads.DamagedCheckpointWarning` naming it.
+        """
+        threads.delete_for_runs(self, run_ids)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep each namespace's newest checkpoint (and its writes); ``delete``: delete the threads."""
@@ -375,31 +382,15 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             if strategy == "delete":
                 self.delete_thread(thread_id)
                 continue
-            for namespace in self.folders.namespaces_of(self.folders.thread_dir(str(thread_id))):
-                entries, damaged = namespace.scan()
-                newest = entries[0].generation if entries else 0
-                # a damaged file older than the checkpoint kept goes with the others it is among
-                namespace.remove(entries[1:], writes_file, [bad for bad in damaged if bad.generation < newest])
+            threads.keep_latest(self, str(thread_id))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint of a thread, with its id, metadata, values and writes, to a new thread.
 
-        :raises HandoffError: if the target thread already holds checkpoints.
+        All or nothing: the copy is staged and renamed into place, each source namespace read under
+        its writers' lock. A source checkpoint file that does not verify is passed over, with a
+        :class:`~handoff_files.langgraph.threads.DamagedCheckpointWarning` naming it.
+
+        :raises HandoffError: if the target thread already holds checkpoints, or appears meanwhile.
         """
-        target_dir = self.folders.thread_dir(str(target_thread_id))
-        if any(namespace.entries() for namespace in self.folders.namespaces_of(target_dir)):
-            msg = "the target thread already holds checkpoints; copy into a new thread"
-            raise HandoffError(target_dir, msg)
-        for namespace in self.folders.namespaces_of(self.folders.thread_dir(str(source_thread_id))):
-            for entry in reversed(namespace.entries()):  # oldest first: the copy's history has the same order
-                tuple_ = self._tuple(namespace, entry)
-                checkpoint_ns = tuple_.config["configurable"]["checkpoint_ns"]
-                self._save(
-                    str(target_thread_id), checkpoint_ns, dict(tuple_.checkpoint), tuple_.metadata, entry.parent_id
-                )
-                source = writes_file(namespace.path, entry.checkpoint_id)
-                records = read_writes(source)
-                if records:
-                    target = self.folders.namespace(self.folders.ns_dir(str(target_thread_id), checkpoint_ns))
-                    with target.store.locked():
-                        append_writes(self.root, writes_file(target.path, entry.checkpoint_id), records)
+        threads.copy_thread(self, str(source_thread_id), str(target_thread_id))

@@ -36,6 +36,7 @@ from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.layout import WRITES_DIR
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_of
+from handoff_files.thread.redact import redact
 from handoff_files.thread.settings import Durability
 from handoff_files.thread.store import HandoffStore
 
@@ -231,7 +232,7 @@ class Namespace:
             if entry is None:
                 path = Path(item.path)
                 try:
-                    entry = self._entry(load(path, follow_symlinks=False), path)
+                    entry = self._entry(load(path, follow_symlinks=False, origin="store"), path)
                 except HandoffNotFoundError:
                     continue
                 except HandoffError as exc:
@@ -263,12 +264,13 @@ class Namespace:
     @staticmethod
     def handoff(entry: Entry) -> Handoff:
         """The verified checkpoint file of *entry*."""
-        return load(entry.path, follow_symlinks=False)
+        return load(entry.path, follow_symlinks=False, origin="store")
 
     def remove(self, doomed: list[Entry], writes_of: Any, damaged: Sequence[Damaged] = ()) -> None:
         """Delete checkpoints (their files and pending writes), and *damaged* files, under the writers' lock.
 
-        If the newest checkpoint goes, the primary, ``state.json`` and the journal are brought back
+        Their journal lines lose their words (:func:`~handoff_files.thread.redact.redact`). If the
+        newest checkpoint goes, the primary, ``state.json`` and the journal are brought back
         in line with the newest that stays (see :meth:`_newest_gone`): neither ``handoff show``
         nor a restore hands back a deleted checkpoint or reports one lost.
 
@@ -284,6 +286,8 @@ class Namespace:
             with open_dir_under(self.path, self.path / WRITES_DIR) as folder:
                 for entry in doomed if folder is not None else []:
                     _unlink(writes_of(self.path, entry.checkpoint_id), folder)
+            # their words leave the journal too: a deleted checkpoint's summary line does not outlive it
+            redact(self.store.journal, [*(entry.generation for entry in doomed), *(bad.generation for bad in damaged)])
             if any(entry.generation == newest for entry in doomed):
                 self._newest_gone()
 

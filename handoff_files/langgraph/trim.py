@@ -13,6 +13,7 @@ from handoff_files.foundation.safe_paths import dir_under
 from handoff_files.langgraph.layout import namespace_dirs, writes_file
 from handoff_files.langgraph.saver import HandoffSaver
 from handoff_files.langgraph.store import Namespace, record_of
+from handoff_files.langgraph.threads import refuse_delta_prune
 from handoff_files.thread.retention import check_keep
 
 __all__ = ["Pruned", "keep_newest"]
@@ -48,7 +49,8 @@ def keep_newest(
     :param thread_ids: the threads (default: every thread under the saver's root).
     :param dry_run: say what would be removed, and remove nothing.
     :param lock_timeout: seconds a removal waits for another writer's lock; *on_lock_wait* is told whom it waits for.
-    :raises HandoffValidationError: for a bad *keep*; for a root that is not a folder, or that holds
+    :raises HandoffValidationError: for a bad *keep*; for a namespace whose graph uses a ``DeltaChannel``
+        (its value is replayed from the older checkpoints' writes); for a root that is not a folder, or that holds
         no LangGraph checkpoint (a folder of handoff threads, say: each is pruned on its own).
     :raises HandoffNotFoundError: if the root, or a thread named in *thread_ids*, does not exist.
     """
@@ -72,6 +74,7 @@ def keep_newest(
             entries, damaged = namespace.scan()
             if not entries:
                 continue
+            refuse_delta_prune(saver, namespace, entries)
             record = record_of(namespace.handoff(entries[0]), entries[0].path)
             doomed = entries[keep:]
             # a file that does not verify, older than the newest kept, is among those pruned
