@@ -50,7 +50,7 @@ from bench.report import (
 from bench.sqlite_saver import missing
 from bench.timing import interleaved
 
-__all__ = ["main", "measure_big", "measure_cold", "refusal_cell"]
+__all__ = ["big_rows", "build", "code_version", "cold_tables", "main", "measure_big", "measure_cold", "refusal_cell"]
 
 COUNTS: Final = (10, 1000, 10_000)
 QUICK_COUNTS: Final = (10, 1000)
