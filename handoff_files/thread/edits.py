@@ -30,11 +30,12 @@ from handoff_files.foundation.errors import (
     UnsealedEditError,
 )
 from handoff_files.thread.journal import SAVE_EVENTS, Journal
+from handoff_files.thread.kind import Kind, refuse_plain_write
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.mirror import primary_stamp, read_mirror
-from handoff_files.thread.results import Restored
+from handoff_files.thread.results import Restored, SaveReceipt
 
-__all__ = ["ENVELOPE", "Edit", "layers_diff", "read_edit"]
+__all__ = ["ENVELOPE", "Edit", "already_sealed", "layers_diff", "read_edit"]
 
 #: The fields the store writes: an edit that changes one is refused, never used or dropped silently.
 ENVELOPE: Final = ("schema_version", "agent_id", "thread_id", "generation", "created_at", "parent", "lineage")
@@ -67,7 +68,12 @@ def layers_diff(before: Handoff | None, after: Handoff, before_name: str, after_
 
 
 def read_edit(
-    layout: ThreadDir, primary: Path, *, accept_corrupt: bool = False, restore: Callable[[], Restored] | None = None
+    layout: ThreadDir,
+    primary: Path,
+    *,
+    accept_corrupt: bool = False,
+    restore: Callable[[], Restored] | None = None,
+    writer: Kind | None = None,
 ) -> Edit | Handoff:
     """The primary: as it verifies (a :class:`Handoff`: nothing to seal), or a person's :class:`Edit` of it.
 
@@ -80,10 +86,14 @@ def read_edit(
     :param accept_corrupt: read a file that was not rewritten since it was sealed as an edit too
         (a person said it is theirs); without it, such a file raises :class:`ChecksumMismatchError`.
     :param restore: the thread's restore, to find a rebuilt generation (None: the primary alone).
+    :param writer: the kind of store that would seal it (None: a plain one).
+    :raises ThreadKindError: in a LangGraph checkpointer's thread, for a plain *writer*: a hand edit
+        of a checkpoint is never sealed (see :mod:`~handoff_files.thread.kind`); asked first, before the file is read.
     :raises ChecksumMismatchError: the file reads as corrupt (and *accept_corrupt* is not given).
     :raises HandoffValidationError: it is not a valid handoff, or the edit changed the envelope.
     :raises HandoffError: as :func:`load` does otherwise.
     """
+    refuse_plain_write(layout, writer, "seal")
     try:
         current = _read_primary(layout, primary, accept_corrupt=accept_corrupt)
     except (HandoffNotFoundError, HandoffParseError):
@@ -94,6 +104,19 @@ def read_edit(
     if isinstance(current, Handoff) and current.seal is not None:
         return _rebuilt(restore, current.generation) or current
     return current
+
+
+def already_sealed(current: Handoff, primary: Path) -> SaveReceipt:
+    """The receipt of ``seal`` on a primary that needs none: it is the current generation, sealed.
+
+    :raises HandoffError: if it is an older version, not an edit (``handoff migrate`` rewrites it).
+    """
+    if current.seal is None:
+        msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed 2.0 generation"
+        raise HandoffError(primary, msg)
+    return SaveReceipt(
+        current.generation, str(current.seal), primary, current.created_at, ("already sealed: nothing to do",)
+    )
 
 
 def _rebuilt(restore: Callable[[], Restored] | None, behind: int) -> Edit | None:

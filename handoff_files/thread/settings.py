@@ -13,6 +13,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.foundation.lock import OnLockWait, WriterLock
 from handoff_files.foundation.names import check_id, derive_id
 from handoff_files.thread.journal import Journal, first_entry
+from handoff_files.thread.kind import Kind, check_kind, writer_kind
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
 
 __all__ = [
@@ -68,6 +69,7 @@ class ThreadSettings:
     :param thread_id: the thread id this writer insists on (None: the previous generation's).
     :param durability: when saves are acknowledged, unless a save says otherwise.
     :param lock: the thread's writers' lock.
+    :param kind: the kind of thread this store writes as (see :mod:`handoff_files.thread.kind`).
     """
 
     layout: ThreadDir
@@ -82,6 +84,7 @@ class ThreadSettings:
     name_id: str = ""
     #: the (agent, thread) ids ``init`` recorded in the journal's "created" line, for the first save
     recorded: tuple[str | None, str | None] = (None, None)
+    kind: Kind | None = None
 
     @classmethod
     def checked(
@@ -96,6 +99,7 @@ class ThreadSettings:
         lock_timeout: float,
         durability: Durability,
         on_lock_wait: OnLockWait | None = None,
+        kind: Kind | None = None,
     ) -> ThreadSettings:
         """Check a store's arguments against each other and the directory, and build its settings.
 
@@ -104,8 +108,9 @@ class ThreadSettings:
         :param format: wanted format; default: the existing primary's, else JSON.
         :param lock_timeout: seconds a writer waits for another.
         :param on_lock_wait: told whom a writer waits for (see :class:`~handoff_files.foundation.lock.WriterLock`).
+        :param kind: the kind of thread the store writes as (None: a plain one).
         :returns: the settings.
-        :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*, or
+        :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability*, *format* or *kind*, or
             a *format* that is not the existing primary's.
         :raises InvalidNameError: if an id given is invalid, or the directory holds no thread yet, is
             given no ids, and no id can be made from its name.
@@ -127,6 +132,7 @@ class ThreadSettings:
             msg = f"unknown seal algorithm {algorithm!r}; use one of {', '.join(sealing.ALGORITHMS)}"
             raise HandoffValidationError(path, msg)
         durability = check_durability(durability, path)
+        kind = check_kind(kind, path)
         agent_id = None if agent_id is None else check_id(agent_id, "agent_id", path)
         thread_id = None if thread_id is None else check_id(thread_id, "thread_id", path)
         name_id = derive_id(path.name) or ""
@@ -137,7 +143,8 @@ class ThreadSettings:
         fmt = choose_format(layout, format)
         lock = WriterLock(path, timeout=lock_timeout, on_wait=on_lock_wait)
         recorded = _recorded_ids(layout) if agent_id is None or thread_id is None else (None, None)
-        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id, recorded)
+        kind = writer_kind(kind, agent_id)
+        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id, recorded, kind)
 
     @property
     def path(self) -> Path:
@@ -175,18 +182,21 @@ class ThreadSettings:
         return (agent or self.name_id, thread or self.name_id)
 
     def created_line(self, *, format_given: bool) -> dict[str, Any] | None:
-        """The journal's "created" line for ``init``: the format and ids chosen (None: nothing to record).
+        """The journal's "created" line for ``init``: the format, ids and kind chosen (None: nothing to record).
 
         Recorded only in a thread with nothing in it yet, and only what was chosen: a format other
-        than JSON, or ids; a later store opened without them keeps them for the first save.
+        than JSON, ids, or a kind; a later store opened without them keeps them for the first save
+        (and a LangGraph thread's kind, for every save: see :mod:`handoff_files.thread.kind`).
         """
         ids = {key: value for key, value in (("agent_id", self.agent_id), ("thread_id", self.thread_id)) if value}
         yaml = format_given and self.format != "json"
-        if not (ids or yaml) or self.layout.holdings():
+        if not (ids or yaml or self.kind) or self.layout.holdings():
             return None
         said = [f"its primary will be {self.format.upper()}"] if yaml else []
         said += [f"its {key.removesuffix('_id')} id is {value!r}" for key, value in ids.items()]
-        return {"summary": f"thread created; {', '.join(said)}", **({"format": self.format} if yaml else {}), **ids}
+        said += ["it is a LangGraph checkpointer's thread"] if self.kind else []
+        chosen = {**({"format": self.format} if yaml else {}), **ids, **({"kind": self.kind} if self.kind else {})}
+        return {"summary": f"thread created; {', '.join(said)}", **chosen}
 
     @property
     def derived_note(self) -> str | None:

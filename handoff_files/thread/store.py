@@ -16,18 +16,15 @@ from handoff_files.format.loader import decode
 from handoff_files.format.model import SCHEMA_VERSION, Handoff, HandoffContent
 from handoff_files.foundation.atomic import is_real_dir, lexists, read_bytes, write_durable
 from handoff_files.foundation.clock import file_stamp
-from handoff_files.foundation.errors import (
-    HandoffError,
-    NoHandoffError,
-    TransferRefusedError,
-)
+from handoff_files.foundation.errors import HandoffError, NoHandoffError, TransferRefusedError
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.thread import recovery
 from handoff_files.thread.ackcode import accept
-from handoff_files.thread.edits import Edit, read_edit
+from handoff_files.thread.edits import Edit, already_sealed, read_edit
 from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import DEFAULT_KEEP, list_history
 from handoff_files.thread.journal import Journal
+from handoff_files.thread.kind import SAVER_AGENT_ID, Kind, refuse_plain_write
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir, ThreadFolder
 from handoff_files.thread.notes import check_note, ever_saved
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
@@ -60,8 +57,10 @@ class HandoffStore:
         lock, since when, seconds waited) when a write starts to wait for another writer, then
         every few seconds while it waits; None: wait silently.
     :param durability: when saves are acknowledged (see :data:`Durability`); ``save()`` may override it.
+    :param kind: ``"langgraph"``: a LangGraph saver's own store (recorded when it creates the thread); a
+        plain store (None) is refused every write into such a thread (:mod:`~handoff_files.thread.kind`).
     :raises InvalidNameError: if an id given is invalid, or a new thread has none and its folder's name gives none.
-    :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability* or *format*.
+    :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability*, *format* or *kind*.
 
     The facade over the thread's modules: :attr:`layout` names its files, :meth:`locked` holds
     its writers' lock, and saves, restores and the acknowledgement go to the commit and
@@ -80,6 +79,7 @@ class HandoffStore:
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         durability: Durability = "full",
         on_lock_wait: OnLockWait | None = None,
+        kind: Kind | None = None,
     ) -> None:
         #: The thread directory's paths and listings.
         self.layout = ThreadDir(path)
@@ -95,6 +95,7 @@ class HandoffStore:
             lock_timeout=lock_timeout,
             durability=durability,
             on_lock_wait=on_lock_wait,
+            kind=kind,
         )
         self.lock_timeout = lock_timeout
         self._heads = HeadTracker(self._thread)
@@ -228,19 +229,12 @@ class HandoffStore:
         with self.locked():
             listing = self.layout.generations()
             head = self._heads.current(listing)
-            current = read_edit(self.layout, self.primary, accept_corrupt=accept_corrupt, restore=self.restore)
+            current = read_edit(
+                self.layout, self.primary, accept_corrupt=accept_corrupt, restore=self.restore, writer=self._thread.kind
+            )
             if isinstance(current, Edit):
                 return self._save_locked(dump_layers(current.handoff.content()), head, listing, event="sealed")
-            if current.seal is None:
-                msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed 2.0 generation"
-                raise HandoffError(self.primary, msg)
-            return SaveReceipt(
-                current.generation,
-                str(current.seal),
-                self.primary,
-                current.created_at,
-                ("already sealed: nothing to do",),
-            )
+            return already_sealed(current, self.primary)
 
     def adopt(self, content: Handoff | HandoffContent, adopted_from: Mapping[str, Any]) -> SaveReceipt:
         """Write *content* as generation 1 of this thread, recording where it came from.
@@ -280,11 +274,7 @@ class HandoffStore:
         return self.layout.holdings()
 
     def migrate(
-        self,
-        source: str | os.PathLike[str] | None = None,
-        *,
-        dry_run: bool = False,
-        assume_version: str | None = None,
+        self, source: str | os.PathLike[str] | None = None, *, dry_run: bool = False, assume_version: str | None = None
     ) -> MigrationReport:
         """Rewrite an older handoff as the thread's next sealed 2.0 generation.
 
@@ -308,6 +298,7 @@ class HandoffStore:
         layers = dump_layers(handoff.content())
         self.init()
         with self.locked():
+            refuse_plain_write(self.layout, self._thread.kind, "migrate")  # before the legacy copy is kept
             listing = self.layout.generations()
             head = self._heads.current(listing)
             if path.resolve() != self.primary.resolve():
@@ -338,6 +329,8 @@ class HandoffStore:
     ) -> SaveReceipt:
         """Commit the generation after *head* (call under the lock) and remember the new head."""
         mode = durability or self.durability
+        is_saver = head.agent_id == SAVER_AGENT_ID  # else a plain thread's save reads no generation to know its kind
+        refuse_plain_write(self.layout, self._thread.kind, event, newest_may_be_a_checkpoint=is_saver)
         from handoff_files.thread.commit import commit  # noqa: PLC0415 -- a save's module: a restore never loads it
 
         receipt, new_head = commit(
