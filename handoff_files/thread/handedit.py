@@ -26,6 +26,7 @@ from handoff_files.foundation.errors import (
     UnsealedEditError,
 )
 from handoff_files.thread.edits import ENVELOPE, Edit, layers_diff, read_edit
+from handoff_files.thread.kind import refuse_plain_write
 from handoff_files.thread.results import Restored, SaveReceipt
 from handoff_files.thread.store import HandoffStore
 
@@ -85,7 +86,9 @@ def prepare(store: HandoffStore) -> EditCopy:
     :raises HandoffError: if the primary holds a person's edit not sealed yet (``handoff seal`` it),
         or an older version (``handoff migrate``).
     :raises NoHandoffError: if nothing in the thread verifies.
+    :raises ThreadKindError: in a LangGraph checkpointer's thread (only its saver writes it).
     """
+    refuse_plain_write(store.layout, store.kind, "edit")  # before a person spends time on an edit never saved
     primary = store.primary
     try:
         current: Edit | Handoff | None = read_edit(store.layout, primary)

@@ -34,6 +34,8 @@ _WHY: Final = {
     "seal": "a hand edit of a checkpoint is not sealed: the graph reads only the checkpoints its saver wrote, and "
     "turning an edit into a consistent new checkpoint is not supported; the edited file is left as it is, and the "
     "graph's next checkpoint replaces it",
+    "edit": "an edited handoff saved there would be a generation the graph never wrote (it would no longer read "
+    "its state)",
     "adopt": "a handoff adopted into it would not be one of the graph's checkpoints",
     "migrate": "its checkpoints are rewritten only by its saver",
 }

@@ -109,6 +109,11 @@ class HandoffStore:
         return self._thread.format
 
     @property
+    def kind(self) -> Kind | None:
+        """The kind of thread this store writes as: ``"langgraph"`` (a LangGraph saver's), or None (plain)."""
+        return self._thread.kind
+
+    @property
     def durability(self) -> Durability:
         """When saves are acknowledged (see :data:`Durability`), unless ``save()`` says otherwise."""
         return self._thread.durability

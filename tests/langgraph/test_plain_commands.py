@@ -10,6 +10,7 @@ as an in-memory run does.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,19 @@ def test_handoff_seal_after_a_hand_edit_of_a_checkpoint_is_refused_and_the_graph
     assert "a hand edit of a checkpoint is not sealed" in done.stderr
     assert _graph_now(paused) == before
     _resumes_as_in_memory(paused)  # the graph's next checkpoint replaces the edited file
+
+
+def test_handoff_edit_of_a_savers_thread_is_refused_before_an_editor_opens(
+    paused: Path, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    thread = paused / "thread-1"
+    before = _graph_now(paused)
+    opened = tmp_path / "editor-opened"
+    editor = f'{sys.executable} -c "import pathlib; pathlib.Path({str(opened)!r}).touch()"'
+    done = handoff("edit", thread, env={**subprocess_env, "EDITOR": editor, "VISUAL": editor})
+    _refused_in_one_line(done, thread)
+    assert not opened.exists(), "the refusal comes before a person spends time editing"
+    assert _graph_now(paused) == before
 
 
 def test_the_mcp_save_tool_on_a_savers_thread_is_refused_and_the_graph_is_unchanged(paused: Path) -> None:
