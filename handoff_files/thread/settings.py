@@ -198,6 +198,15 @@ class ThreadSettings:
         chosen = {**({"format": self.format} if yaml else {}), **ids, **({"kind": self.kind} if self.kind else {})}
         return {"summary": f"thread created; {', '.join(said)}", **chosen}
 
+    def record_created(self, *, format_given: bool) -> None:
+        """Append the "created" line :meth:`created_line` gives, if any (call under the writers' lock). Writes.
+
+        :raises HandoffWriteError: if the line cannot be written.
+        """
+        line = self.created_line(format_given=format_given)
+        if line is not None:
+            self.journal.append("created", generation=None, seal=None, **line)
+
     @property
     def derived_note(self) -> str | None:
         """What a first save says when the folder's name is not an id itself (None when it is)."""

@@ -162,7 +162,7 @@ class HandoffStore:
     def init(self) -> ThreadFolder:
         """Create the thread directory and ``history/`` (mode 0700) durably; an existing folder keeps its mode.
 
-        A store opened with ``format="yaml"`` or with ids on a thread with nothing in it yet records
+        A store opened with ``format="yaml"``, ids or a kind on a thread with nothing in it yet records
         them in the journal's first line ("created"), so later stores opened without them keep them.
 
         :returns: whether the folder was created, its mode, and what a person should know (its ``note``).
@@ -172,10 +172,9 @@ class HandoffStore:
         folder = self.layout.create()
         if folder.created:  # a thread this user's library made: the hooks may brief from it
             remember_created(folder.path)
-        line = self._thread.created_line(format_given=self._format_given)
-        if line is not None:
-            with self.locked():
-                self._thread.journal.append("created", generation=None, seal=None, **line)
+        if self._thread.created_line(format_given=self._format_given) is not None:
+            with self.locked():  # asked again under the lock: a save that landed since makes the thread not new
+                self._thread.record_created(format_given=self._format_given)
         return folder
 
     # -- save --------------------------------------------------------------------------------
@@ -199,6 +198,8 @@ class HandoffStore:
         if not is_real_dir(self.history_dir):
             self.init()
         with self.locked():
+            if not lexists(self.layout.journal):  # first: another writer's init made history/ but has not recorded
+                self._thread.record_created(format_given=self._format_given)
             if self._temps_left:  # a dead writer's leftovers; under the lock none can be live
                 self.layout.remove_stray_temps()
                 self._temps_left = False

@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from handoff_files import HandoffStore
 from handoff_files.langgraph import HandoffSaver
+from handoff_files.thread.journal import first_entry
+from handoff_files.thread.kind import ThreadKindError, thread_kind
 from tests.cli.shell import handoff
 from tests.langgraph.graph_app import build, step, summary
 
@@ -41,6 +44,19 @@ def paused(tmp_path: Path) -> Path:
     root = tmp_path / "graphs"
     step(HandoffSaver(root), "thread-1", "start")
     return root
+
+
+def test_each_folder_of_a_real_graph_says_it_is_a_langgraph_thread(paused: Path) -> None:
+    thread = paused / "thread-1"
+    folders = [thread, *sorted((thread / "namespaces").iterdir())]
+    assert len(folders) > 1, "the graph's subgraph has namespaces of its own"
+    for folder in folders:
+        created = first_entry(folder / "journal.jsonl")
+        assert created is not None
+        assert (created.event, created.extra.get("kind")) == ("created", "langgraph"), folder
+        assert thread_kind(HandoffStore(folder).layout) == "langgraph"
+    with pytest.raises(ThreadKindError, match=r"graph\.update_state"):
+        HandoffStore(folders[-1]).save(LAYERS)
 
 
 def _refused_in_one_line(done: Any, thread: Path) -> None:

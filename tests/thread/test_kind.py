@@ -111,3 +111,14 @@ def test_an_unknown_kind_is_refused(thread_dir: Path) -> None:
 def test_the_refusal_pickles(thread_dir: Path) -> None:
     error = ThreadKindError(thread_dir, "a reason")
     assert str(pickle.loads(pickle.dumps(error))) == str(error)
+
+
+def test_a_first_save_records_the_kind_when_another_writers_init_made_the_folders(thread_dir: Path) -> None:
+    # LangGraph runs put and put_writes in two threads: put_writes' init made history/ and has not
+    # written its "created" line yet when put's save, seeing history/ there, commits the first checkpoint
+    (thread_dir / "history").mkdir(parents=True, mode=0o700)
+    _saver(thread_dir).save(CHECKPOINT)
+    _saver(thread_dir).init()  # the racing init, late: the thread is not new any more, it adds nothing
+    lines = (thread_dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["created", "saved"]
+    assert json.loads(lines[0])["kind"] == "langgraph"
