@@ -147,7 +147,7 @@ _EXPORTS: Final[dict[str, str]] = {
     "TransferResult": "handoff_files.transfers.handover",
     "transfer": "handoff_files.transfers.handover",
     "trim_context": "handoff_files.transfers.trim",
-    "HandoffSaver": "handoff_files.langgraph.saver",
+    "HandoffSaver": "handoff_files.langgraph",
     "HandoffStatus": "handoff_files.inbox.status",
     "InboxRequest": "handoff_files.inbox.request",
     "HandoffInbox": "handoff_files.inbox.lifecycle",

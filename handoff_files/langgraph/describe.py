@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from handoff_files.foundation.errors import HandoffError
-from handoff_files.langgraph.layout import NAMESPACES_DIR, namespace_dirs, read_writes, writes_file
+from handoff_files.langgraph.layout import NAMESPACES_DIR, namespace_dirs, read_checkpoint_writes
 from handoff_files.langgraph.preview import Preview, preview
 from handoff_files.langgraph.store import record_of
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_NAMES, generation_of
@@ -179,10 +179,10 @@ def _triggered(checkpoint: dict[str, Any], values: dict[str, Any]) -> list[str]:
     return nodes
 
 
-def _writes(ns_dir: Path, checkpoint_id: str) -> list[dict[str, Any]]:
+def _writes(ns_dir: Path, checkpoint_id: str, generation: int) -> list[dict[str, Any]]:
     """The checkpoint's pending writes as the saver reads them: the first per (task, index), a special one's last."""
     chosen: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for record in read_writes(writes_file(ns_dir, checkpoint_id)):
+    for record in read_checkpoint_writes(ns_dir, checkpoint_id, generation):
         key = (record.get("task_id"), record.get("idx"))
         index = record.get("idx")
         if key not in chosen or (isinstance(index, int) and index < 0):
@@ -268,7 +268,7 @@ def describe_checkpoint(handoff: Handoff, where: Path | str, *, thread: Path | N
     checkpoints = subgraphs = None
     if thread is not None:
         try:
-            writes = _writes(thread, str(record["checkpoint_id"]))
+            writes = _writes(thread, str(record["checkpoint_id"]), handoff.generation)
         except HandoffError as exc:  # damaged writes must not hide the checkpoint: said beside it
             problems.append(f"pending writes not shown: {exc}")
         checkpoints = _count_history(thread)

@@ -4,13 +4,18 @@
 
     <root>/<thread>/                  the thread's root namespace: a handoff thread directory
         handoff.json, state.json, journal.jsonl, history/00000001.json …   one generation per checkpoint
-        writes/<checkpoint id>.jsonl  the pending writes of that checkpoint, one line each
+        writes/00000001+<checkpoint id>.jsonl   the pending writes of generation 1's checkpoint, one line each
         namespaces/<namespace>/       each subgraph namespace: a handoff thread directory of its own
 
 A thread id or namespace that is a valid handoff id in lower case names its folder as it is; any
 other (a namespace's ``child:…`` has a colon; ``Alice`` has capitals, which a case-insensitive
 file system would fold into ``alice``'s folder) gets a readable slug and a hash of the whole id,
 so two ids never share a folder. The ids themselves are recorded in every checkpoint.
+
+A writes file is named by its checkpoint's generation and id (joined by ``+``, which no folder name
+holds), so ``ls`` lists them in the order of their files in ``history/``. Writes that arrive before
+their checkpoint is saved (LangGraph's async durability) go to ``writes/<checkpoint id>.jsonl`` (the
+name an older release used for all), renamed once the checkpoint is saved; a reader reads both.
 """
 
 from __future__ import annotations
@@ -47,11 +52,15 @@ __all__ = [
     "WRITES_DIR",
     "append_writes",
     "folder_name",
+    "name_writes",
     "namespace_dirs",
     "namespace_ready",
+    "read_checkpoint_writes",
     "read_writes",
     "thread_dirs",
     "writes_file",
+    "writes_files",
+    "writes_owner",
 ]
 
 NAMESPACES_DIR: Final = "namespaces"
@@ -146,9 +155,53 @@ def namespace_dirs(root: Path, thread_dir: Path) -> Iterator[Path]:
                 yield Path(entry.path)
 
 
-def writes_file(ns_dir: Path, checkpoint_id: str) -> Path:
-    """The file of one checkpoint's pending writes."""
-    return ns_dir / WRITES_DIR / f"{folder_name(checkpoint_id)}.jsonl"
+def writes_file(ns_dir: Path, checkpoint_id: str, generation: int | None = None) -> Path:
+    """The file of one checkpoint's pending writes: named by its generation too, once that is known."""
+    name = folder_name(checkpoint_id)
+    return ns_dir / WRITES_DIR / (f"{generation:08d}+{name}.jsonl" if generation is not None else f"{name}.jsonl")
+
+
+def writes_files(ns_dir: Path, checkpoint_id: str, generation: int | None) -> list[Path]:
+    """Every name a checkpoint's pending writes may have: by generation and id, then by id alone."""
+    named = [writes_file(ns_dir, checkpoint_id, generation)] if generation is not None else []
+    return [*named, writes_file(ns_dir, checkpoint_id)]
+
+
+def writes_owner(name: str) -> tuple[int | None, str]:
+    """A writes file's generation (None for a name by id alone) and checkpoint folder name; ``""`` if not one."""
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or suffix != "jsonl":
+        return None, ""
+    number, plus, rest = stem.partition("+")
+    if plus and number.isdigit() and rest:
+        return int(number), rest
+    return None, stem
+
+
+def read_checkpoint_writes(ns_dir: Path, checkpoint_id: str, generation: int | None) -> list[dict[str, Any]]:
+    """The write records of one checkpoint under either of its names (:func:`writes_files`), in order."""
+    paths = reversed(writes_files(ns_dir, checkpoint_id, generation))  # those written before the put first
+    return [record for path in paths for record in read_writes(path)]
+
+
+def name_writes(root: Path, ns_dir: Path, checkpoint_id: str, generation: int) -> None:
+    """Rename writes that came before their checkpoint's put (by id alone) to the name with its generation.
+
+    Call under the lock. Housekeeping: a reader reads both names, so a rename that fails (or a crash
+    before it) loses nothing.
+    """
+    legacy, named = writes_file(ns_dir, checkpoint_id), writes_file(ns_dir, checkpoint_id, generation)
+    with contextlib.suppress(OSError, HandoffError), open_dir_under(root, ns_dir / WRITES_DIR) as folder:
+        if folder is not None and not _exists(named.name, folder):
+            os.rename(legacy.name, named.name, src_dir_fd=folder, dst_dir_fd=folder)
+
+
+def _exists(name: str, folder: int) -> bool:
+    try:
+        os.lstat(name, dir_fd=folder)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _check(fields: dict[str, Any]) -> str:

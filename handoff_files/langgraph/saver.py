@@ -30,8 +30,10 @@ from handoff_files.langgraph.async_methods import AsyncMethods
 from handoff_files.langgraph.folders import Folders
 from handoff_files.langgraph.layout import (
     append_writes,
-    read_writes,
+    name_writes,
+    read_checkpoint_writes,
     writes_file,
+    writes_files,
 )
 from handoff_files.langgraph.store import FORMAT, Entry, Namespace, record_of
 from handoff_files.langgraph.threads import DELTA_KEY, passed_over
@@ -166,12 +168,12 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
                 }
             }
         metadata = self._decode(entry.metadata, entry.path)
-        return CheckpointTuple(config, checkpoint, metadata, parent, self._pending(namespace.path, entry.checkpoint_id))
+        return CheckpointTuple(config, checkpoint, metadata, parent, self._pending(namespace.path, entry))
 
-    def _pending(self, ns_dir: Path, checkpoint_id: str) -> list[tuple[str, str, Any]]:
-        path = writes_file(ns_dir, checkpoint_id)
+    def _pending(self, ns_dir: Path, entry: Entry) -> list[tuple[str, str, Any]]:
+        path = writes_file(ns_dir, entry.checkpoint_id, entry.generation)
         chosen: dict[tuple[str, int], dict[str, Any]] = {}
-        for record in read_writes(path):
+        for record in read_checkpoint_writes(ns_dir, entry.checkpoint_id, entry.generation):
             key = (record["task_id"], record["idx"])
             if key not in chosen or record["idx"] < 0:  # first write wins; a special channel's last
                 chosen[key] = record
@@ -319,11 +321,14 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         assert namespace is not None  # noqa: S101 -- made just now
         layers = {} if self.opaque else layers_of_state(values, self.layers)
         with namespace.store.locked():
+            # LangGraph's parent by its file too (the envelope's parent is the seal chain, in save order)
+            record["parent_generation"] = namespace.generation_of(parent) if parent else None
             record["order"] = order = namespace.order()
             receipt = namespace.store.save({**layers, "state": {"data": {"langgraph": record}}})
-        namespace.saved(receipt.generation, order, checkpoint["id"])
+            namespace.saved(receipt.generation, order, checkpoint["id"])
+            name_writes(folders.root, namespace.path, checkpoint["id"], receipt.generation)  # written before the put
         if self.keep is not None:
-            namespace.drop_pruned_writes(writes_file)
+            namespace.drop_pruned_writes(writes_files)
         return {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
         }
@@ -339,25 +344,22 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         configurable = config["configurable"]
         ns_dir = self.folders.ns_dir(str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""))
         checkpoint_id = configurable["checkpoint_id"]
-        records: list[dict[str, Any]] = [
-            {
-                "task_id": task_id,
-                "task_path": task_path,
-                "idx": WRITES_IDX_MAP.get(channel, index),
-                "channel": channel,
-                "value": self._encode(value, ns_dir),
-            }
-            for index, (channel, value) in enumerate(writes)
-        ]
+        records: list[dict[str, Any]] = []
+        for index, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, index)
+            fields = {"task_id": task_id, "task_path": task_path, "idx": idx, "channel": channel}
+            records.append({**fields, "value": self._encode(value, ns_dir)})
         namespace = self.folders.ready(ns_dir, create=True)
         assert namespace is not None  # noqa: S101 -- made just now
         namespace.store.init()
-        path = writes_file(namespace.path, checkpoint_id)
         with namespace.store.locked():
-            have = {(r["task_id"], r["idx"]) for r in read_writes(path) if r["idx"] >= 0}
+            # named by its checkpoint's generation; by id alone if the put is still to come (async durability)
+            generation = namespace.generation_of(checkpoint_id)
+            stored = read_checkpoint_writes(namespace.path, checkpoint_id, generation)
+            have = {(r["task_id"], r["idx"]) for r in stored if r["idx"] >= 0}
             fresh = [r for r in records if r["idx"] < 0 or (r["task_id"], r["idx"]) not in have]
             if fresh:
-                append_writes(self.root, path, fresh)
+                append_writes(self.root, writes_file(namespace.path, checkpoint_id, generation), fresh)
 
     # -- removing and copying ------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
-from handoff_files.langgraph.layout import WRITES_DIR
+from handoff_files.langgraph.layout import WRITES_DIR, writes_owner
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_of
 from handoff_files.thread.redact import redact
 from handoff_files.thread.settings import Durability
@@ -63,9 +63,10 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Top:
-    """What the next save chains its ``order`` from: the newest generation, and the highest checkpoint id up to it."""
+    """What the next save chains its ``order`` from: the newest generation, its checkpoint, the highest id up to it."""
 
     generation: int
+    checkpoint_id: str
     highest_id: str
 
 
@@ -159,7 +160,7 @@ class Namespace:
                 entries = self.scan()[0]
                 if entries:
                     highest = max(entries, key=lambda entry: entry.generation)
-                    top = Top(highest.generation, entries[0].checkpoint_id)
+                    top = Top(highest.generation, highest.checkpoint_id, entries[0].checkpoint_id)
         if top is None:
             return {"after": 0, "highest_id": None}
         return {"after": top.generation, "highest_id": top.highest_id}
@@ -170,7 +171,18 @@ class Namespace:
             self._top = None  # another writer saved in between: the next save looks again
             return
         highest = order["highest_id"]
-        self._top = Top(generation, checkpoint_id if highest is None or checkpoint_id > highest else highest)
+        highest = checkpoint_id if highest is None or checkpoint_id > highest else highest
+        self._top = Top(generation, checkpoint_id, highest)
+
+    def generation_of(self, checkpoint_id: str) -> int | None:
+        """The generation holding *checkpoint_id* (the newest known at once, others from the index); None if none."""
+        top = self._top
+        if top is not None and top.checkpoint_id == checkpoint_id:
+            return top.generation
+        newest = self.newest()
+        if newest is not None and newest[0].checkpoint_id == checkpoint_id:
+            return newest[0].generation
+        return next((entry.generation for entry in self.scan()[0] if entry.checkpoint_id == checkpoint_id), None)
 
     def newest(self) -> tuple[Entry, Handoff] | None:
         """The newest checkpoint and its file, from the primary alone when its record proves it the newest; else None.
@@ -194,7 +206,7 @@ class Namespace:
         path = self.store.layout.generation_file(generation, self.store.format)
         if not self._only_newest(path, generation):
             return None
-        self._top = Top(generation, checkpoint_id)
+        self._top = Top(generation, checkpoint_id, checkpoint_id)
         return self._entry(handoff, path), handoff
 
     def entries(self) -> list[Entry]:
@@ -285,7 +297,8 @@ class Namespace:
             # in writes/ as opened here, never through a link planted in its place
             with open_dir_under(self.path, self.path / WRITES_DIR) as folder:
                 for entry in doomed if folder is not None else []:
-                    _unlink(writes_of(self.path, entry.checkpoint_id), folder)
+                    for path in writes_of(self.path, entry.checkpoint_id, entry.generation):
+                        _unlink(path, folder)
             # their words leave the journal too: a deleted checkpoint's summary line does not outlive it
             redact(self.store.journal, [*(entry.generation for entry in doomed), *(bad.generation for bad in damaged)])
             if any(entry.generation == newest for entry in doomed):
@@ -320,14 +333,16 @@ class Namespace:
             if not kept:
                 return
             oldest = min(entry.checkpoint_id for entry in kept)
-            kept_names = {writes_of(self.path, entry.checkpoint_id).name for entry in kept}
+            oldest_generation = min(entry.generation for entry in kept)
+            kept_names = {p.name for entry in kept for p in writes_of(self.path, entry.checkpoint_id, entry.generation)}
             # a link in writes/' place is left alone here (put_writes refuses it, naming it)
             with (
                 contextlib.suppress(OSError, HandoffError),
                 open_dir_under(self.path, self.path / WRITES_DIR) as folder,
             ):
                 for name in os.listdir(folder) if folder is not None else []:
-                    stem, _, suffix = name.rpartition(".")
-                    if suffix == "jsonl" and name not in kept_names and stem < oldest:
+                    generation, stem = writes_owner(name)
+                    older = stem < oldest if generation is None else generation < oldest_generation
+                    if stem and name not in kept_names and older:
                         with contextlib.suppress(OSError):
                             os.unlink(name, dir_fd=folder)

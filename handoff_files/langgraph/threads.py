@@ -22,7 +22,7 @@ from handoff_files.foundation.atomic import fsync_dir
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError, HandoffWriteError
 from handoff_files.foundation.safe_paths import dir_under
 from handoff_files.langgraph.folders import Folders
-from handoff_files.langgraph.layout import append_writes, read_writes, writes_file
+from handoff_files.langgraph.layout import append_writes, read_checkpoint_writes, writes_file, writes_files
 from handoff_files.langgraph.store import Damaged, Entry, Namespace
 from handoff_files.thread.settings import Durability
 
@@ -113,7 +113,7 @@ def delete_for_runs(saver: HandoffSaver, run_ids: Sequence[str]) -> None:
                 entries, damaged = namespace.scan()
                 passed_over(namespace, damaged)
                 doomed = [entry for entry in entries if saver.metadata_of(entry).get("run_id") in runs]
-                namespace.remove(doomed, writes_file)
+                namespace.remove(doomed, writes_files)
 
 
 def keep_latest(saver: HandoffSaver, thread_id: str) -> None:
@@ -124,7 +124,7 @@ def keep_latest(saver: HandoffSaver, thread_id: str) -> None:
             refuse_delta_prune(saver, namespace, entries)
             newest = entries[0].generation if entries else 0
             # a damaged file older than the checkpoint kept goes with the others it is among
-            namespace.remove(entries[1:], writes_file, [bad for bad in damaged if bad.generation < newest])
+            namespace.remove(entries[1:], writes_files, [bad for bad in damaged if bad.generation < newest])
 
 
 def refuse_delta_prune(saver: HandoffSaver, namespace: Namespace, entries: Sequence[Entry]) -> None:
@@ -170,11 +170,12 @@ def _copy_namespace(saver: HandoffSaver, namespace: Namespace, staging: Folders,
         checkpoint_ns: str = item.config["configurable"]["checkpoint_ns"]
         checkpoint, parent = dict(item.checkpoint), entry.parent_id
         saver.save_into(staging, target_thread_id, checkpoint_ns, checkpoint, metadata=item.metadata, parent=parent)
-        records: list[dict[str, Any]] = read_writes(writes_file(namespace.path, entry.checkpoint_id))
+        records = read_checkpoint_writes(namespace.path, entry.checkpoint_id, entry.generation)
         if records:
             target = staging.namespace(staging.ns_dir(target_thread_id, checkpoint_ns))
             with target.store.locked():
-                append_writes(staging.root, writes_file(target.path, entry.checkpoint_id), records)
+                generation = target.generation_of(entry.checkpoint_id)
+                append_writes(staging.root, writes_file(target.path, entry.checkpoint_id, generation), records)
 
 
 def _into_place(staged: Path, target_dir: Path) -> None:

@@ -10,7 +10,7 @@ from handoff_files.foundation.atomic import is_real_dir, lexists
 from handoff_files.foundation.errors import HandoffNotFoundError, HandoffValidationError
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import dir_under
-from handoff_files.langgraph.layout import namespace_dirs, writes_file
+from handoff_files.langgraph.layout import namespace_dirs, writes_files
 from handoff_files.langgraph.saver import HandoffSaver
 from handoff_files.langgraph.store import Namespace, record_of
 from handoff_files.langgraph.threads import refuse_delta_prune
@@ -81,7 +81,7 @@ def keep_newest(
             oldest_kept = min(entry.generation for entry in entries[:keep])
             bad = [item for item in damaged if item.generation < oldest_kept]
             if not dry_run:
-                namespace.remove(doomed, writes_file, bad)
+                namespace.remove(doomed, writes_files, bad)
             results.append(
                 Pruned(
                     record["thread_id"],

@@ -6,6 +6,8 @@ Every value is stored as a one-key object that says how it was stored:
   within 64 bits, booleans, null), stored as it is;
 * ``{"messages": [{"type": "human", "data": {...}}, ...]}`` (or ``{"message": {...}}`` for one):
   LangChain messages, as ``message_to_dict`` writes them;
+* ``{"interrupts": [{"value": ..., "id": ...}, ...], "sequence": "tuple"}`` (or ``{"interrupt": {...}}``):
+  LangGraph's ``Interrupt`` (the question a graph waits on a person for), when its value is plain JSON;
 * ``{"serde": "msgpack", "base64": "..."}``: anything else, as the saver's serializer typed it.
 
 A value is written readably only if reading it back gives an equal value; otherwise it takes the
@@ -80,6 +82,38 @@ def _messages(value: Any) -> dict[str, Any] | None:
     return {"message": dicts[0]} if single else {"messages": dicts}
 
 
+def _interrupts(value: Any) -> dict[str, Any] | None:
+    """LangGraph's interrupts (one, or a tuple or list of them) as readable JSON, if they read back equal."""
+    try:
+        from langgraph.types import Interrupt  # noqa: PLC0415 -- only where a saver runs, with LangGraph
+    except ImportError:  # pragma: no cover -- the saver needs LangGraph
+        return None
+    single = isinstance(value, Interrupt)
+    items = [value] if single else value
+    if not isinstance(items, tuple | list) or not items or not all(type(item) is Interrupt for item in items):
+        return None
+    dicts = [{"value": item.value, "id": item.id, "response_schema": item.response_schema} for item in items]
+    if not _plain_json(dicts):
+        return None
+    stored = {"interrupt": dicts[0]} if single else {"interrupts": dicts, "sequence": type(value).__name__}
+    return stored if _read_interrupts(stored) == value else None
+
+
+def _read_interrupts(stored: dict[str, Any]) -> Any:
+    from langgraph.types import Interrupt  # noqa: PLC0415 -- as in _interrupts
+
+    def one(fields: Any) -> Any:
+        if not isinstance(fields, dict) or not isinstance(fields.get("id"), str):
+            msg = f"an interrupt is not {{'value', 'id'}}: {str(fields)[:80]}"
+            raise TypeError(msg)
+        return Interrupt(fields.get("value"), fields["id"], response_schema=fields.get("response_schema"))
+
+    if "interrupt" in stored:
+        return one(stored["interrupt"])
+    items = [one(fields) for fields in stored["interrupts"]]
+    return tuple(items) if stored.get("sequence") == "tuple" else items
+
+
 def encode_value(
     value: Any,
     serde: SerdeProtocol,
@@ -98,9 +132,11 @@ def encode_value(
     if not opaque:
         if _plain_json(value):
             return {"json": value}
-        messages = _messages(value)
-        if messages is not None:
-            return messages
+        readable = _messages(value)
+        if readable is None:
+            readable = _interrupts(value)
+        if readable is not None:
+            return readable
     kind, data = serde.dumps_typed(value)
     check_typed(kind, data, allowed, where, writing=True)
     return {"serde": kind, "base64": base64.b64encode(data).decode("ascii")}
@@ -123,6 +159,12 @@ def decode_value(stored: Any, serde: SerdeProtocol, where: str, *, allowed: froz
             if "message" in stored:
                 return messages_from_dict([stored["message"]])[0]
             return messages_from_dict(stored["messages"])
+    if isinstance(stored, dict) and (set(stored) == {"interrupt"} or set(stored) == {"interrupts", "sequence"}):
+        try:
+            return _read_interrupts(stored)
+        except (TypeError, KeyError) as exc:
+            msg = f"a stored interrupt is damaged: {exc}"
+            raise HandoffError(where, msg) from exc
     if isinstance(stored, dict) and set(stored) == {"serde", "base64"} and isinstance(stored["serde"], str):
         try:
             data = base64.b64decode(stored["base64"], validate=True)

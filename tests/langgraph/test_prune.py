@@ -44,8 +44,9 @@ def test_keep_keeps_the_newest_checkpoints_and_their_writes_and_the_chain_resume
     assert newest.checkpoint["channel_values"] == {"n": 7}
     assert newest.pending_writes == [("t", "n", 70)]
     writes = sorted(path.stem for path in (tmp_path / "graphs" / "t" / "writes").iterdir())
-    assert writes == sorted(ids[-3:]), "the removed checkpoints' writes went with them"
-    assert len(list((tmp_path / "graphs" / "t" / "history").iterdir())) == 3
+    assert [stem.partition("+")[2] for stem in writes] == ids[-3:], "the removed checkpoints' writes went with them"
+    history = sorted(path.stem for path in (tmp_path / "graphs" / "t" / "history").iterdir())
+    assert [stem.partition("+")[0] for stem in writes] == history, "each named by its checkpoint's generation"
 
 
 def test_handoff_prune_dry_run_removes_nothing_then_prunes(tmp_path: Path, capsys: Any) -> None:

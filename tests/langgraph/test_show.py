@@ -94,11 +94,6 @@ def test_on_an_80_column_terminal_every_line_fits(paused: Path) -> None:
     assert not long, "only a path too long for the line (never broken) may pass 80 columns"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the saver stores an interrupt() payload as typed msgpack (issue 20 item 6: write it as JSON); "
-    "show never decodes typed bytes, so the question appears once the saver writes it as JSON",
-)
 def test_show_gives_the_question_a_real_interrupt_asks(paused: Path, subprocess_env: dict[str, str]) -> None:
     done = _show(subprocess_env, str(paused))
     assert done.returncode == 0, done.stderr
