@@ -61,6 +61,7 @@ EXPECTED_ALL = [
     "SealError",
     "State",
     "ThreadDir",
+    "ThreadKindError",
     "TransferRefusedError",
     "TransferResult",
     "UncertainWriteError",

@@ -29,6 +29,7 @@ __all__ = [
     "InvalidTransitionError",
     "NoHandoffError",
     "SealError",
+    "ThreadKindError",
     "TransferRefusedError",
     "UncertainWriteError",
     "UnknownRequestError",
@@ -108,6 +109,10 @@ class UnsealedEditError(SealError):
         super().__init__(path, reason)
         self.args = (os.fspath(path), reason, handoff)
         self.handoff = handoff
+
+
+class ThreadKindError(HandoffError):
+    """A write refused: the thread is a LangGraph checkpointer's, and this writer is not its saver."""
 
 
 class UnsupportedVersionError(HandoffError):

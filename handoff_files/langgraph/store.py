@@ -136,6 +136,7 @@ class Namespace:
             path,
             agent_id=AGENT_ID,
             thread_id=path.name,
+            kind="langgraph",
             keep=keep or _KEEP_ALL,
             durability=durability,
             lock_timeout=lock_timeout,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from handoff_files.format.loader import load
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, ThreadKindError
 from handoff_files.thread.journal import first_entry
 from handoff_files.thread.layout import ThreadDir
 
@@ -41,10 +41,6 @@ _WHY: Final = {
 }
 
 
-class ThreadKindError(HandoffError):
-    """A write refused: the thread is a LangGraph checkpointer's, and this writer is not its saver."""
-
-
 def check_kind(kind: object, path: str | os.PathLike[str]) -> Kind | None:
     """Return *kind* if it is None or one of :data:`KINDS`.
 
@@ -56,14 +52,6 @@ def check_kind(kind: object, path: str | os.PathLike[str]) -> Kind | None:
         return LANGGRAPH
     msg = f"kind must be None or one of {', '.join(map(repr, KINDS))}, not {kind!r}"
     raise HandoffValidationError(path, msg)
-
-
-def writer_kind(kind: Kind | None, agent_id: str | None) -> Kind | None:
-    """The kind a store writes as: the one given; a store that insists on the saver's agent id writes as the saver.
-
-    The agent id counts for stores made before ``kind=`` existed (HandoffSaver's opened them so).
-    """
-    return kind if kind is not None or agent_id != SAVER_AGENT_ID else LANGGRAPH
 
 
 def recorded_kind(layout: ThreadDir) -> Kind | None:

@@ -13,7 +13,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.foundation.lock import OnLockWait, WriterLock
 from handoff_files.foundation.names import check_id, derive_id
 from handoff_files.thread.journal import Journal, first_entry
-from handoff_files.thread.kind import Kind, check_kind, writer_kind
+from handoff_files.thread.kind import Kind, check_kind
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
 
 __all__ = [
@@ -143,7 +143,6 @@ class ThreadSettings:
         fmt = choose_format(layout, format)
         lock = WriterLock(path, timeout=lock_timeout, on_wait=on_lock_wait)
         recorded = _recorded_ids(layout) if agent_id is None or thread_id is None else (None, None)
-        kind = writer_kind(kind, agent_id)
         return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id, recorded, kind)
 
     @property

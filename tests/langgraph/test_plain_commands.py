@@ -96,6 +96,18 @@ def test_handoff_save_into_a_savers_thread_is_refused_and_the_graph_is_unchanged
     _resumes_as_in_memory(paused)
 
 
+def test_saving_as_the_savers_agent_id_is_no_way_around_the_refusal(
+    paused: Path, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    thread = paused / "thread-1"
+    before = _graph_now(paused)
+    given = tmp_path / "c.json"
+    given.write_text(json.dumps(LAYERS), encoding="utf-8")
+    done = handoff("save", thread, given, "--agent-id", "langgraph", env=subprocess_env)
+    _refused_in_one_line(done, thread)
+    assert _graph_now(paused) == before
+
+
 def test_handoff_set_on_a_savers_thread_is_refused_and_the_graph_is_unchanged(
     paused: Path, subprocess_env: dict[str, str]
 ) -> None:
