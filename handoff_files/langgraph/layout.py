@@ -5,6 +5,7 @@
     <root>/<thread>/                  the thread's root namespace: a handoff thread directory
         handoff.json, state.json, journal.jsonl, history/00000001.json …   one generation per checkpoint
         writes/00000001+<checkpoint id>.jsonl   the pending writes of generation 1's checkpoint, one line each
+        blobs/<digest>.json           a value too large to read inline (see handoff_files.langgraph.blobs)
         namespaces/<namespace>/       each subgraph namespace: a handoff thread directory of its own
 
 A thread id or namespace that is a valid handoff id in lower case names its folder as it is; any
@@ -123,7 +124,7 @@ def namespace_ready(root: Path, ns_dir: Path, *, create: bool = False) -> bool:
     with open_dir_under(root, ns_dir, create=create) as folder:
         if folder is None:
             return False
-        for name in ("history", WRITES_DIR):
+        for name in ("history", WRITES_DIR, "blobs"):
             try:
                 mode = os.lstat(name, dir_fd=folder).st_mode
             except FileNotFoundError:

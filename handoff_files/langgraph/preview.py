@@ -32,7 +32,8 @@ _LAST_MESSAGES: Final = 3
 class Preview:
     """One stored value as a person reads it.
 
-    :ivar form: ``json``, ``messages``, ``typed`` (the serializer's bytes, not decoded), or ``unknown``.
+    :ivar form: ``json``, ``messages``, ``typed`` (the serializer's bytes, not decoded), ``blob`` (a large
+        value in ``blobs/``, not read), or ``unknown``.
     :ivar text: one line, at most :data:`PREVIEW_CHARS` characters, ending in ``…`` if cut.
     :ivar size: bytes of the whole value: its compact JSON, or its typed bytes.
     :ivar cut: whether *text* is shorter than the whole value.
@@ -119,6 +120,9 @@ def _messages(items: list[Any], size: int) -> Preview:
 
 def preview(stored: Any) -> Preview:
     """A preview of one stored value, in any of the three forms; anything else is shown as it is, as ``unknown``."""
+    if isinstance(stored, dict) and set(stored) == {"blob", "bytes"}:  # a large value, in blobs/ (not read here)
+        size = stored["bytes"] if isinstance(stored["bytes"], int) else 0
+        return Preview("blob", f"<in blobs/{str(stored['blob'])[:12]}…, {size:,} bytes>", size, cut=False)
     if isinstance(stored, dict) and set(stored) == {"serde", "base64"}:
         size = _typed_size(stored["base64"])
         return Preview("typed", f"<typed {stored['serde']}, {size:,} bytes>", size, cut=False)

@@ -27,6 +27,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, 
 from handoff_files.langgraph import threads
 from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
 from handoff_files.langgraph.async_methods import AsyncMethods
+from handoff_files.langgraph.blobs import stash, unstash
 from handoff_files.langgraph.folders import Folders
 from handoff_files.langgraph.layout import (
     append_writes,
@@ -148,25 +149,15 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         versions = checkpoint.get("channel_versions", {})
         values = record.get("channel_values", {})
         checkpoint["channel_values"] = {
-            name: self._decode(values[name], entry.path) for name in versions if name in values
+            name: self._decode(unstash(namespace.path, values[name], entry.path), entry.path)
+            for name in versions
+            if name in values
         }
-        thread_id, checkpoint_ns = record["thread_id"], record["checkpoint_ns"]
-        config: RunnableConfig = {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": entry.checkpoint_id,
-            }
-        }
+        ids = {"thread_id": record["thread_id"], "checkpoint_ns": record["checkpoint_ns"]}
+        config: RunnableConfig = {"configurable": {**ids, "checkpoint_id": entry.checkpoint_id}}
         parent: RunnableConfig | None = None
         if entry.parent_id is not None:
-            parent = {
-                "configurable": {
-                    "thread_id": thread_id,
-                    "checkpoint_ns": checkpoint_ns,
-                    "checkpoint_id": entry.parent_id,
-                }
-            }
+            parent = {"configurable": {**ids, "checkpoint_id": entry.parent_id}}
         metadata = self._decode(entry.metadata, entry.path)
         return CheckpointTuple(config, checkpoint, metadata, parent, self._pending(namespace.path, entry))
 
@@ -178,7 +169,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             if key not in chosen or record["idx"] < 0:  # first write wins; a special channel's last
                 chosen[key] = record
         ordered = sorted(chosen.values(), key=lambda r: (r["task_path"], r["task_id"], r["idx"]))
-        return [(r["task_id"], r["channel"], self._decode(r["value"], path)) for r in ordered]
+        return [(r["task_id"], r["channel"], self._decode(unstash(ns_dir, r["value"], path), path)) for r in ordered]
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint *config* names (its ``checkpoint_id``), or the thread's newest; None if there is none.
@@ -324,6 +315,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             # LangGraph's parent by its file too (the envelope's parent is the seal chain, in save order)
             record["parent_generation"] = namespace.generation_of(parent) if parent else None
             record["order"] = order = namespace.order()
+            stored = record["channel_values"]  # a large value in a blob of its own, written first
+            record["channel_values"] = {name: stash(folders.root, namespace.path, v) for name, v in stored.items()}
             receipt = namespace.store.save({**layers, "state": {"data": {"langgraph": record}}})
             namespace.saved(receipt.generation, order, checkpoint["id"])
             name_writes(folders.root, namespace.path, checkpoint["id"], receipt.generation)  # written before the put
@@ -358,6 +351,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             stored = read_checkpoint_writes(namespace.path, checkpoint_id, generation)
             have = {(r["task_id"], r["idx"]) for r in stored if r["idx"] >= 0}
             fresh = [r for r in records if r["idx"] < 0 or (r["task_id"], r["idx"]) not in have]
+            for r in fresh:
+                r["value"] = stash(self.root, namespace.path, r["value"])
             if fresh:
                 append_writes(self.root, writes_file(namespace.path, checkpoint_id, generation), fresh)
 

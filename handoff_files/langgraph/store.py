@@ -34,7 +34,8 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
-from handoff_files.langgraph.layout import WRITES_DIR, writes_owner
+from handoff_files.langgraph.blobs import BLOBS_DIR, blob_refs, collect
+from handoff_files.langgraph.layout import WRITES_DIR, read_writes, writes_owner
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_of
 from handoff_files.thread.redact import redact
 from handoff_files.thread.settings import Durability
@@ -59,6 +60,7 @@ class Entry:
     metadata: dict[str, Any]  # as stored (encoded), decoded by the saver when it filters
     path: Path  # its sealed file in history/
     generation: int
+    blobs: frozenset[str] = frozenset()  # the digests of the blobs its values are in
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +272,15 @@ class Namespace:
 
     def _entry(self, handoff: Handoff, path: Path) -> Entry:
         record = record_of(handoff, path)
+        values = record.get("channel_values")
+        blobs = blob_refs(values.values()) if isinstance(values, dict) else frozenset()
         return Entry(
-            record["checkpoint_id"], record.get("parent_checkpoint_id"), record["metadata"], path, handoff.generation
+            record["checkpoint_id"],
+            record.get("parent_checkpoint_id"),
+            record["metadata"],
+            path,
+            handoff.generation,
+            blobs,
         )
 
     @staticmethod
@@ -304,6 +313,7 @@ class Namespace:
             redact(self.store.journal, [*(entry.generation for entry in doomed), *(bad.generation for bad in damaged)])
             if any(entry.generation == newest for entry in doomed):
                 self._newest_gone()
+            self.collect_blobs()
 
     def _newest_gone(self) -> None:
         """The newest checkpoint was deleted: make the primary, ``state.json`` and the journal agree again.
@@ -347,3 +357,23 @@ class Namespace:
                     if stem and name not in kept_names and older:
                         with contextlib.suppress(OSError):
                             os.unlink(name, dir_fd=folder)
+        self.collect_blobs()
+
+    def collect_blobs(self) -> None:
+        """Remove the blobs no checkpoint and no pending write names any more. Call under the lock.
+
+        Only when every checkpoint and writes file reads: one that does not may name any blob.
+        """
+        if not (self.path / BLOBS_DIR).is_dir():
+            return
+        entries, damaged = self.scan()
+        if damaged:
+            return
+        named = {digest for entry in entries for digest in entry.blobs}
+        try:
+            with open_dir_under(self.path, self.path / WRITES_DIR) as folder:
+                for name in os.listdir(folder) if folder is not None else []:
+                    named |= blob_refs(record.get("value") for record in read_writes(self.path / WRITES_DIR / name))
+        except (OSError, HandoffError):
+            return
+        collect(self.path, frozenset(named))

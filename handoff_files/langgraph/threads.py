@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from handoff_files.foundation.atomic import fsync_dir
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError, HandoffWriteError
 from handoff_files.foundation.safe_paths import dir_under
+from handoff_files.langgraph.blobs import blob_refs, copy_blobs
 from handoff_files.langgraph.folders import Folders
 from handoff_files.langgraph.layout import append_writes, read_checkpoint_writes, writes_file, writes_files
 from handoff_files.langgraph.store import Damaged, Entry, Namespace
@@ -174,6 +175,7 @@ def _copy_namespace(saver: HandoffSaver, namespace: Namespace, staging: Folders,
         if records:
             target = staging.namespace(staging.ns_dir(target_thread_id, checkpoint_ns))
             with target.store.locked():
+                copy_blobs(staging.root, namespace.path, target.path, blob_refs(r.get("value") for r in records))
                 generation = target.generation_of(entry.checkpoint_id)
                 append_writes(staging.root, writes_file(target.path, entry.checkpoint_id, generation), records)
 
