@@ -178,3 +178,24 @@ def test_handoff_prune_through_a_planted_writes_link_says_so_in_one_line_and_del
     assert f"{writes}: is a symbolic link" in done.stderr
     assert "Traceback" not in done.stderr
     assert _snapshot(outside) == before
+
+
+def test_a_link_in_place_of_blobs_is_refused_by_put_read_and_prune(tmp_path: Path) -> None:
+    outside, root = _outside(tmp_path), tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    checkpoint = create_checkpoint(empty_checkpoint(), None, 0)
+    checkpoint["channel_values"] = {"big": "b" * 300_000}  # past the blob threshold: in blobs/
+    checkpoint["channel_versions"] = {"big": 1}
+    first = saver.put(_config(), checkpoint, {"run_id": "run-0"}, {})
+    blobs = root / "t" / "blobs"
+    for path in blobs.iterdir():
+        (outside / path.name).write_bytes(path.read_bytes())
+        path.unlink()
+    blobs.rmdir()
+    blobs.symlink_to(outside)
+    before = _snapshot(outside)
+    _refused(lambda: HandoffSaver(root).get_tuple(first), blobs)
+    _refused(lambda: saver.put(_config(), create_checkpoint(checkpoint, None, 1), {}, {}), blobs)
+    _refused(lambda: saver.prune(["t"]), blobs)
+    _refused(lambda: saver.delete_for_runs(["run-0"]), blobs)
+    assert _snapshot(outside) == before
