@@ -36,7 +36,7 @@ from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.blobs import BLOBS_DIR, blob_refs, collect
 from handoff_files.langgraph.layout import WRITES_DIR, read_writes, writes_owner
-from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, generation_of
+from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir, generation_of
 from handoff_files.thread.redact import redact
 from handoff_files.thread.settings import Durability
 from handoff_files.thread.store import HandoffStore
@@ -134,19 +134,29 @@ class Namespace:
         on_lock_wait: OnLockWait | None = None,
     ) -> None:
         self.path = path
-        self.store = HandoffStore(
-            path,
-            agent_id=AGENT_ID,
-            thread_id=path.name,
-            kind="langgraph",
-            keep=keep or _KEEP_ALL,
-            durability=durability,
-            lock_timeout=lock_timeout,
-            on_lock_wait=on_lock_wait,
-        )
+        #: the folder's paths; the store itself is opened at its first use (a read needs none of it)
+        self.layout = ThreadDir(path)
+        self._settings: dict[str, Any] = {
+            "durability": durability,
+            "keep": keep or _KEEP_ALL,
+            "lock_timeout": lock_timeout,
+            "on_lock_wait": on_lock_wait,
+        }
         self._files: dict[tuple[str, int, int, int], Entry] = {}
         self._lock = threading.Lock()
         self._top: Top | None = None  # None: not known (found again by the next save)
+        self._store: HandoffStore | None = None
+
+    @property
+    def store(self) -> HandoffStore:
+        """The namespace's :class:`HandoffStore` (opened once, when first written or locked; one per namespace)."""
+        with self._lock:
+            if self._store is None:
+                settings = self._settings
+                self._store = HandoffStore(
+                    self.path, agent_id=AGENT_ID, thread_id=self.path.name, kind="langgraph", **settings
+                )
+            return self._store
 
     def order(self) -> dict[str, Any]:
         """The ``order`` a new record carries: the generation it is saved after and the highest id up to it.
@@ -195,8 +205,8 @@ class Namespace:
         earlier one. None means "read the index" (:meth:`scan`), never "no checkpoint".
         """
         try:
-            handoff = load(self.store.primary, follow_symlinks=False)
-            record = record_of(handoff, self.store.primary)
+            handoff = load(self.layout.primary("json"), follow_symlinks=False)
+            record = record_of(handoff, self.layout.primary("json"))
         except HandoffError:
             return None
         generation, checkpoint_id = handoff.generation, record["checkpoint_id"]
@@ -206,7 +216,7 @@ class Namespace:
         highest = order.get("highest_id")
         if highest is not None and not (isinstance(highest, str) and checkpoint_id > highest):
             return None  # put out of id order: some earlier checkpoint may be the newest
-        path = self.store.layout.generation_file(generation, self.store.format)
+        path = self.layout.generation_file(generation, "json")
         if not self._only_newest(path, generation):
             return None
         self._top = Top(generation, checkpoint_id, checkpoint_id)
@@ -230,7 +240,7 @@ class Namespace:
         found: dict[tuple[str, int, int, int], Entry] = {}
         damaged: list[Damaged] = []
         try:
-            listing = list(os.scandir(self.store.history_dir))
+            listing = list(os.scandir(self.layout.history_dir))
         except (FileNotFoundError, NotADirectoryError):
             listing = []
         for item in listing:
@@ -263,10 +273,10 @@ class Namespace:
         """Whether ``history/`` holds *generation*'s file (regular, the primary's size) and not the next one's."""
         try:
             st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode) or st.st_size != os.lstat(self.store.primary).st_size:
+            if not stat.S_ISREG(st.st_mode) or st.st_size != os.lstat(self.layout.primary("json")).st_size:
                 return False  # a copy cut short or replaced: the index reads it and says so
             # a newer generation whose primary a crash lost (or that does not verify) sends the reader to the index
-            return not os.path.lexists(self.store.layout.generation_file(generation + 1, self.store.format))
+            return not os.path.lexists(self.layout.generation_file(generation + 1, "json"))
         except OSError:
             return False
 
