@@ -8,11 +8,13 @@ Cold restart (issue 20, item 3): a chat-like thread of N checkpoints (10, 1,000 
 written with ``put`` on both savers, the same content in the same order: checkpoint *i* holds the
 last ``WINDOW`` messages of the conversation (LangChain ``HumanMessage``/``AIMessage``, a question
 and an answer per step, so the state changes every step and grows only until the window is full)
-and a step counter. Then a FRESH PROCESS (``python -c``) imports the saver, opens the folder or
-database and calls ``get_tuple`` for the thread once; it checks that what it read is the newest
-checkpoint and prints the time of that open + first ``get_tuple``, its imports and its peak RSS.
-The parent times the whole process. Rounds are interleaved, each saver once per round in rotating
-order; ratios are median ÷ median.
+and a step counter. Then FRESH PROCESSES (``python -c``) read it: one imports the saver and LangGraph,
+opens the saver, compiles a graph whose state has the thread's channels and calls ``get_state`` once
+(the issue's measure: that call is timed alone, the open + compile apart); another imports only the
+saver, opens it and calls ``get_tuple`` once (an aside: the saver alone). Each checks that it read
+the newest checkpoint and prints its times, its imports and its peak RSS; the parent times the
+whole process. Rounds are interleaved, each of the four children once per round in rotating order;
+ratios are median ÷ median.
 
 40 MB state (item 4): one checkpoint whose state holds ``--state-mb`` MB of JSON-able text (a list
 of 1,000-character strings), ``put`` by a fresh process and read back by ``get_tuple`` in another,
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.fresh import ROOT, byte_compiled, child_env
+from bench.langgraph_cold_children import CHILD_BIG_GET, CHILD_BIG_PUT, CHILD_COLD, CHILD_STATE, DOC_CHARS, WINDOW
 from bench.report import (
     GOAL_MET,
     GOAL_MISSED,
@@ -55,80 +58,14 @@ __all__ = ["big_rows", "build", "code_version", "cold_tables", "main", "measure_
 COUNTS: Final = (10, 1000, 10_000)
 QUICK_COUNTS: Final = (10, 1000)
 STATE_MB: Final = 40
-WINDOW: Final = 20
 #: the issue's goals: a first read within 2x SqliteSaver's, and "the same" at every thread length
 #: (read here as within 1.5x of the 10-checkpoint figure: fresh processes on a shared machine vary)
 GOAL_VS_SQLITE: Final = 2.0
 GOAL_FLAT: Final = 1.5
 DEFAULT_OUT: Final = Path(__file__).resolve().parent / "results-langgraph-cold.md"
 SAVERS: Final = ("HandoffSaver", "SqliteSaver")
-_DOC_CHARS: Final = 1000
-
-# python -c CHILD KIND WHERE THREAD ...: the saver opened as its docs show, one JSON line on stdout
-_OPEN: Final = """\
-import json, resource, sys, time
-start = time.perf_counter()
-kind, where, thread_id = sys.argv[1:4]
-if kind == "HandoffSaver":
-    from handoff_files import HandoffError as refusals
-    from handoff_files.langgraph import HandoffSaver
-    imported = time.perf_counter()
-    saver = HandoffSaver(where)
-else:
-    import sqlite3
-    from langgraph.checkpoint.sqlite import SqliteSaver
-    refusals = ()
-    imported = time.perf_counter()
-    saver = SqliteSaver(sqlite3.connect(where, check_same_thread=False))
-config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-def rss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-"""
-#: a restart's first read: exits 3 unless it found the newest checkpoint (metadata step = argv[4])
-CHILD_COLD: Final = (
-    _OPEN
-    + """\
-found = saver.get_tuple(config)
-done = time.perf_counter()
-if found is None or found.metadata.get("step") != int(sys.argv[4]):
-    sys.exit(3)
-print(json.dumps({"import": imported - start, "read": done - imported, "rss": rss()}))
-"""
-)
-#: one checkpoint of argv[4] MB of text put as the thread's first; a refusal printed, not raised
-CHILD_BIG_PUT: Final = (
-    _OPEN
-    + f"""\
-from langgraph.checkpoint.base import empty_checkpoint
-count = int(float(sys.argv[4]) * 1e6) // {_DOC_CHARS}
-checkpoint = empty_checkpoint()
-checkpoint["channel_values"] = {{"documents": [f"{{i:08d}} " + "x" * {_DOC_CHARS - 9} for i in range(count)]}}
-checkpoint["channel_versions"] = {{"documents": 1}}
-before = rss()
-start = time.perf_counter()
-try:
-    saver.put(config, checkpoint, {{"source": "input", "step": 1, "parents": {{}}}}, {{"documents": 1}})
-except refusals as exc:
-    print(json.dumps({{"refused": str(exc).splitlines()[0]}}))
-    sys.exit(0)
-print(json.dumps({{"seconds": time.perf_counter() - start, "rss_rise": rss() - before}}))
-"""
-)
-#: the big checkpoint read back in a fresh process: exits 3 unless every document came back
-CHILD_BIG_GET: Final = (
-    _OPEN
-    + f"""\
-count = int(float(sys.argv[4]) * 1e6) // {_DOC_CHARS}
-before = rss()
-start = time.perf_counter()
-found = saver.get_tuple(config)
-seconds = time.perf_counter() - start
-documents = None if found is None else found.checkpoint["channel_values"].get("documents")
-if not documents or len(documents) != count or sum(map(len, documents)) != count * {_DOC_CHARS}:
-    sys.exit(3)
-print(json.dumps({{"seconds": seconds, "rss_rise": rss() - before}}))
-"""
-)
+#: what a fresh process reads first: a compiled graph's get_state (the issue's measure), the saver's get_tuple
+PROBES: Final = ("get_state", "get_tuple")
 
 
 def _child(code: str, *args: str) -> dict[str, Any]:
@@ -208,30 +145,37 @@ def code_version() -> tuple[str, str]:
     return ("handoff_files", f"commit {head.stdout.strip()}" + (" with uncommitted changes" if changed else ""))
 
 
-def _cold_case(sink: list[dict[str, Any]], kind: str, where: Path, thread_id: str, step: int) -> Callable[[], None]:
-    """One fresh process's first read of the thread, its JSON line appended to *sink*."""
-    return lambda: sink.append(_child(CHILD_COLD, kind, str(where), thread_id, str(step)))
+def _cold_case(sink: list[dict[str, Any]], probe: str, *args: str) -> Callable[[], None]:
+    """One fresh process's first read (*probe*'s child run with *args*), its JSON line appended to *sink*."""
+    code = CHILD_STATE if probe == "get_state" else CHILD_COLD
+    return lambda: sink.append(_child(code, *args))
 
 
 def measure_cold(scratch: Path, counts: Sequence[int], rounds: int, kinds: Sequence[str]) -> dict[int, Any]:
     """Build each thread length on every saver in *kinds*, then time fresh processes' first read of it.
 
-    :returns: per count: ``build`` (seconds per put), ``disk`` (bytes), ``wall`` (:class:`Sample` per
-        saver) and ``child`` (the children's JSON lines per saver, warm-up left out).
+    Each round runs four children (for each saver: a graph's first ``get_state``, and the saver's
+    first ``get_tuple`` alone) in rotating order.
+
+    :returns: per count: ``build`` (seconds per put), ``disk`` (bytes), and per probe in
+        :data:`PROBES`, ``wall`` (:class:`Sample` per saver) and ``child`` (the children's JSON
+        lines per saver, warm-up left out).
     """
     results: dict[int, Any] = {}
     for count in counts:
         thread_id, wheres = f"chat-{count}", {kind: _where(scratch, kind, str(count)) for kind in kinds}
         per_put = {kind: build(kind, wheres[kind], thread_id, count) / count for kind in kinds}
-        children: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
-
-        cases = {kind: _cold_case(children[kind], kind, wheres[kind], thread_id, count) for kind in kinds}
+        children = {(probe, kind): list[dict[str, Any]]() for probe in PROBES for kind in kinds}
+        cases = {
+            f"{probe} {kind}": _cold_case(lines, probe, kind, str(wheres[kind]), thread_id, str(count))
+            for (probe, kind), lines in children.items()
+        }
         wall = interleaved(cases, repeats=rounds, warmup=1)
         results[count] = {
             "build": per_put,
             "disk": {kind: _disk_bytes(wheres[kind]) for kind in kinds},
-            "wall": wall,
-            "child": {kind: lines[-rounds:] for kind, lines in children.items()},
+            "wall": {probe: {kind: wall[f"{probe} {kind}"] for kind in kinds} for probe in PROBES},
+            "child": {probe: {kind: children[probe, kind][-rounds:] for kind in kinds} for probe in PROBES},
         }
         print(f"  {count:,} checkpoints measured", file=sys.stderr)
     return results
@@ -284,49 +228,64 @@ def _mb(value: float) -> str:
     return f"{value / 1e6:.1f}"
 
 
-def cold_tables(cold: dict[int, Any]) -> tuple[list[list[str]], list[list[str]], list[str]]:
-    """The first-read rows, the thread rows (size on disk, build) and the goal lines of :func:`measure_cold`."""
-    first = min(cold)
-    reads = {n: {k: _median([c["read"] for c in lines]) for k, lines in r["child"].items()} for n, r in cold.items()}
-    rows, threads = [], []
-    for count, result in cold.items():
-        growth = " / ".join(
-            f"{reads[count][kind] / reads[first][kind]:.2f}x" if kind in reads[count] else "n/a" for kind in SAVERS
-        )
-        cells = _pair(reads[count], ms)
-        goal = (
-            verdict(reads[count]["HandoffSaver"] / reads[count]["SqliteSaver"], GOAL_VS_SQLITE)
-            if cells[2] != "n/a"
-            else "n/a"
-        )
-        rows.append([f"{count:,}", "open + first get_tuple ms (in the child)", *cells, goal, growth])
-        wall = {kind: sample.median for kind, sample in result["wall"].items()}
-        rows.append([f"{count:,}", "whole process ms (wall)", *_pair(wall, ms), "-", "-"])
-        imports = {kind: _median([c["import"] for c in lines]) for kind, lines in result["child"].items()}
-        rows.append([f"{count:,}", "imports ms (in the child)", *_pair(imports, ms), "-", "-"])
-        rss = {kind: _median([c["rss"] for c in lines]) for kind, lines in result["child"].items()}
-        rows.append([f"{count:,}", "peak RSS MB (the child)", *_pair(rss, _mb), "-", "-"])
-        threads.append([f"{count:,}", *_pair(result["disk"], _mb)[:2], *_pair(result["build"], ms)[:2]])
-    last = max(cold)
-    lines = []
+def _goal_lines(reads: Mapping[int, Mapping[str, float]], what: str, whose: str) -> list[str]:
+    """The two goal lines (within 2x SqliteSaver's at every length; flat from the shortest to the longest thread)."""
+    first, last = min(reads), max(reads)
     if all("SqliteSaver" in r for r in reads.values()):
         worst, at = max((r["HandoffSaver"] / r["SqliteSaver"], n) for n, r in reads.items())
-        lines.append(
-            f"first read within {GOAL_VS_SQLITE:g}x SqliteSaver's at every length: "
-            f"{verdict(worst, GOAL_VS_SQLITE)} (worst {worst:.2f}x, at {at:,} checkpoints)"
-        )
+        versus = f"{verdict(worst, GOAL_VS_SQLITE)} (worst {worst:.2f}x, at {at:,} checkpoints)"
     else:
-        lines.append(f"first read within {GOAL_VS_SQLITE:g}x SqliteSaver's: n/a (SqliteSaver not measured)")
+        versus = "n/a (SqliteSaver not measured)"
     ours = reads[last]["HandoffSaver"] / reads[first]["HandoffSaver"]
     theirs = (
         f"; SqliteSaver's {reads[last]['SqliteSaver'] / reads[first]['SqliteSaver']:.2f}x"
         if "SqliteSaver" in reads[last]
         else ""
     )
-    lines.append(
-        f"first read the same at {first:,} and {last:,} checkpoints (within {GOAL_FLAT:g}x): "
-        f"{verdict(ours, GOAL_FLAT)} (HandoffSaver's at {last:,} is {ours:.2f}x its figure at {first:,}{theirs})"
-    )
+    return [
+        f"{whose}: {what} within {GOAL_VS_SQLITE:g}x SqliteSaver's at every length: {versus}",
+        f"{whose}: {what} the same at {first:,} and {last:,} checkpoints (within {GOAL_FLAT:g}x): "
+        f"{verdict(ours, GOAL_FLAT)} (HandoffSaver's at {last:,} is {ours:.2f}x its figure at {first:,}{theirs})",
+    ]
+
+
+def _medians(lines: Mapping[str, Sequence[dict[str, Any]]], key: str) -> dict[str, float]:
+    return {kind: _median([line[key] for line in found]) for kind, found in lines.items()}
+
+
+def cold_tables(cold: dict[int, Any]) -> tuple[list[list[str]], list[list[str]], list[str]]:
+    """The first-read rows, the thread rows (size on disk, build) and the goal lines of :func:`measure_cold`.
+
+    The goals judge the graph's first ``get_state`` (issue 20 item 3's measure); the saver's first
+    ``get_tuple`` is judged by the same figures as an aside, marked so in its rows and lines.
+    """
+    first = min(cold)
+    reads = {probe: {n: _medians(r["child"][probe], "read") for n, r in cold.items()} for probe in PROBES}
+    rows, threads = [], []
+    for count, result in cold.items():
+        for probe in PROBES:
+            now, then = reads[probe][count], reads[probe][first]
+            growth = " / ".join(f"{now[kind] / then[kind]:.2f}x" if kind in now else "n/a" for kind in SAVERS)
+            cells = _pair(now, ms)
+            goal = verdict(now["HandoffSaver"] / now["SqliteSaver"], GOAL_VS_SQLITE) if cells[2] != "n/a" else "n/a"
+            child = result["child"][probe]
+            if probe == "get_state":
+                rows.append([f"{count:,}", "first get_state ms (in the child)", *cells, goal, growth])
+                compiled = _pair(_medians(child, "compile"), ms)
+                rows.append([f"{count:,}", "open + compile ms (get_state child)", *compiled, "-", "-"])
+            else:
+                rows.append(
+                    [f"{count:,}", "open + first get_tuple ms (in the child)", *cells, f"aside: {goal}", growth]
+                )
+            wall = {kind: sample.median for kind, sample in result["wall"][probe].items()}
+            rows.append([f"{count:,}", f"whole process ms (wall, {probe} child)", *_pair(wall, ms), "-", "-"])
+            rows.append([f"{count:,}", f"imports ms ({probe} child)", *_pair(_medians(child, "import"), ms), "-", "-"])
+            rows.append([f"{count:,}", f"peak RSS MB ({probe} child)", *_pair(_medians(child, "rss"), _mb), "-", "-"])
+        threads.append([f"{count:,}", *_pair(result["disk"], _mb)[:2], *_pair(result["build"], ms)[:2]])
+    lines = [
+        *_goal_lines(reads["get_state"], "first get_state", "goal (issue 20 item 3)"),
+        *_goal_lines(reads["get_tuple"], "first get_tuple", "aside, the saver alone (not the issue's goal)"),
+    ]
     return rows, threads, lines
 
 
@@ -396,18 +355,30 @@ def main(argv: list[str] | None = None) -> int:
         f"**Cold restart.** A chat-like thread of N checkpoints, written with `put` on both savers, the same content "
         f"in the same order: checkpoint *i* holds the last {WINDOW} messages (a LangChain `HumanMessage` and "
         "`AIMessage` per step, ~0.8 KB a turn, so the state changes every step and stops growing once the window is "
-        "full) and a step counter. Then a fresh process (`python -c`) imports the saver, opens the folder "
-        "(`HandoffSaver(root)`) or the database (`SqliteSaver(sqlite3.connect(path))`) and calls `get_tuple` for the "
-        "thread once, checking that it read the newest checkpoint. *open + first get_tuple* is timed in the child "
-        "(from the end of its imports to the return of `get_tuple`); *whole process* by the parent, from the start of "
-        "the interpreter to its exit. The files are in the OS page cache (a restarted process, not a rebooted "
-        "machine). "
-        f"Rounds interleaved, each saver once per round in rotating order, one warm-up round; medians. The goals "
-        f"(issue 20, item 3): a first read within {GOAL_VS_SQLITE:g}x SqliteSaver's on the same thread, and the same "
-        f"at every length (read here as within {GOAL_FLAT:g}x of the shortest thread's figure); the last column is "
-        "each saver's figure divided by its own at the shortest thread. *put ms* under the thread table is the "
-        "mean `put` while building it (not interleaved: an aside).\n\n"
-        f"**Big state.** One checkpoint whose state is a list of {_DOC_CHARS:,}-character strings, "
+        "full) and a step counter. Then, for each saver, two kinds of fresh process (`python -c`) read it once. "
+        "The *get_state* child (issue 20 item 3's measure) imports the saver and LangGraph (`StateGraph`, "
+        "`add_messages`), opens the folder (`HandoffSaver(root)`) or the database "
+        "(`SqliteSaver(sqlite3.connect(path))`), builds a `StateGraph` whose state has the thread's channels "
+        "(`messages: Annotated[list, add_messages]`, `step: int`) and one trivial node, and compiles it with the saver "
+        "as its checkpointer (*open + compile*: from the end of its imports to the return of `compile`); then it "
+        "calls `app.get_state(config)` once (*first get_state*: that call alone, which holds the saver's first "
+        "`get_tuple`, any set-up the saver defers to its first use, and LangGraph's building of the snapshot from "
+        "the checkpoint), and checks that the values are the newest checkpoint's (the step counter is N and the "
+        "last message is step N's answer). The *get_tuple* child (an aside: the saver alone, without LangGraph's "
+        "graph) imports only the saver, opens it and calls `get_tuple` once (*open + first get_tuple*: from the end "
+        "of its imports to the return of `get_tuple`, the open included), checking that the metadata's step is N. "
+        "*imports* is timed in each child from its first line to the end of its imports (the get_state child's "
+        "include LangGraph's graph modules); *whole process* by the parent, from the start of the interpreter to its "
+        "exit; *peak RSS* is the child's `ru_maxrss` at its end. The files are in the OS page cache (a restarted "
+        "process, not a rebooted machine). "
+        "Rounds interleaved: each round runs the four children (two savers, two reads) once, in rotating order; one "
+        "warm-up round; medians of the rounds, ratios median / median. The goals (issue 20, item 3) judge *first "
+        f"get_state*: within {GOAL_VS_SQLITE:g}x SqliteSaver's on the same thread, and the same at every length "
+        f"(read here as within {GOAL_FLAT:g}x of the shortest thread's figure); the *first get_tuple* rows and lines "
+        "are judged by the same figures but marked as an aside, not the issue's goal. The last column is each "
+        "saver's figure divided by its own at the shortest thread. *put ms* under the thread table is the mean "
+        "`put` while building it (not interleaved: an aside).\n\n"
+        f"**Big state.** One checkpoint whose state is a list of {DOC_CHARS:,}-character strings, "
         f"{args.state_mb:g} MB of text in all, `put` as the first checkpoint of a new thread by a fresh process and "
         "read back by `get_tuple` in another fresh process, which checks every string came back; each child "
         "reports the time of that call and how much its peak RSS (`ru_maxrss`) rose during it. A `HandoffError` "
