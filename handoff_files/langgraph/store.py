@@ -190,11 +190,13 @@ class Namespace:
     def generation_of(self, checkpoint_id: str) -> int | None:
         """The generation holding *checkpoint_id* (the newest known at once, others from the index); None if none."""
         top = self._top
+        if top is None:
+            newest = self.newest()
+            top = self._top if newest is not None else None
         if top is not None and top.checkpoint_id == checkpoint_id:
             return top.generation
-        newest = self.newest()
-        if newest is not None and newest[0].checkpoint_id == checkpoint_id:
-            return newest[0].generation
+        if top is not None and checkpoint_id > top.highest_id:
+            return None  # newer than every checkpoint saved: its put is still to come (async durability)
         return next((entry.generation for entry in self.scan()[0] if entry.checkpoint_id == checkpoint_id), None)
 
     def newest(self) -> tuple[Entry, Handoff] | None:
