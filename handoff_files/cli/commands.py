@@ -310,9 +310,15 @@ def cmd_export_context(args: argparse.Namespace) -> str:
 def cmd_doctor(args: argparse.Namespace) -> str:
     """``handoff doctor DIR`` (or its primary file): exit 1 on errors and on what could not be repaired."""
     from handoff_files.thread.doctor import examine, failed  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.kind import thread_kind  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
 
-    findings = examine(thread_of(args.dir, **lock_options(args)), repair=args.repair)
+    store = thread_of(args.dir, **lock_options(args))
+    findings = examine(store, repair=args.repair)
+    if thread_kind(store.layout) == "langgraph":  # a saver's thread: its writes/ and blobs/ too
+        from handoff_files.langgraph.checkup import examine_saver_files  # noqa: PLC0415 -- a saver's thread only
+
+        findings += examine_saver_files(store.path)
     args.failed = failed(findings)
     if args.json:
         return to_json([ordered(dataclasses.asdict(f), DOCTOR_KEYS) for f in findings])

@@ -210,12 +210,15 @@ def _subgraphs(thread: Path) -> tuple[Subgraph, ...]:
 def _interrupts(record: dict[str, Any]) -> list[PendingWrite]:
     """An ``__interrupt__`` write: each question it holds, where it is JSON in LangGraph's ``Interrupt`` shape.
 
-    ``[{"value": …, "id": …}, …]`` is shown as one line per ``value`` (the question asked);
+    ``{"interrupts": [{"value": …, "id": …}, …]}`` (the saver's form) or ``[{"value": …, "id": …}, …]``
+    as JSON is shown as one line per ``value`` (the question asked);
     anything else (typed bytes, other JSON) as the one value it is.
     """
     stored = record.get("value")
     node = _node_of(record)
     items = stored.get("json") if isinstance(stored, dict) and set(stored) == {"json"} else None
+    if isinstance(stored, dict) and set(stored) in ({"interrupts", "sequence"}, {"interrupt"}):  # the saver's form
+        items = stored["interrupts"] if "interrupts" in stored else [stored["interrupt"]]
     if isinstance(items, list) and items and all(isinstance(item, dict) and "value" in item for item in items):
         return [PendingWrite(node, INTERRUPT, preview({"json": item["value"]})) for item in items]
     return [PendingWrite(node, INTERRUPT, preview(stored))]

@@ -33,7 +33,7 @@ class Preview:
     """One stored value as a person reads it.
 
     :ivar form: ``json``, ``messages``, ``typed`` (the serializer's bytes, not decoded), ``blob`` (a large
-        value in ``blobs/``, not read), or ``unknown``.
+        value in ``blobs/``, not read), ``interrupts`` (the questions an ``interrupt()`` asks), or ``unknown``.
     :ivar text: one line, at most :data:`PREVIEW_CHARS` characters, ending in ``…`` if cut.
     :ivar size: bytes of the whole value: its compact JSON, or its typed bytes.
     :ivar cut: whether *text* is shorter than the whole value.
@@ -118,14 +118,35 @@ def _messages(items: list[Any], size: int) -> Preview:
     return Preview("messages", text, size, cut, lines=lines, count=count)
 
 
-def preview(stored: Any) -> Preview:
-    """A preview of one stored value, in any of the three forms; anything else is shown as it is, as ``unknown``."""
-    if isinstance(stored, dict) and set(stored) == {"blob", "bytes"}:  # a large value, in blobs/ (not read here)
+def _unread(stored: Any) -> Preview | None:
+    """A value show never reads: a large one in ``blobs/`` (by digest and size), typed bytes (by kind and size)."""
+    if isinstance(stored, dict) and set(stored) == {"blob", "bytes"}:
         size = stored["bytes"] if isinstance(stored["bytes"], int) else 0
         return Preview("blob", f"<in blobs/{str(stored['blob'])[:12]}…, {size:,} bytes>", size, cut=False)
     if isinstance(stored, dict) and set(stored) == {"serde", "base64"}:
         size = _typed_size(stored["base64"])
         return Preview("typed", f"<typed {stored['serde']}, {size:,} bytes>", size, cut=False)
+    return None
+
+
+def _questions(stored: Any) -> list[Any] | None:
+    """The values (questions) of the saver's interrupt form (``{"interrupts": [...]}`` or ``{"interrupt": {...}}``)."""
+    if not isinstance(stored, dict):
+        return None
+    if set(stored) == {"interrupt"}:
+        items = [stored["interrupt"]]
+    elif set(stored) == {"interrupts", "sequence"} and isinstance(stored["interrupts"], list):
+        items = stored["interrupts"]
+    else:
+        return None
+    return [item.get("value") if isinstance(item, dict) else item for item in items]
+
+
+def preview(stored: Any) -> Preview:
+    """A preview of one stored value, in any of the three forms; anything else is shown as it is, as ``unknown``."""
+    unread = _unread(stored)
+    if unread is not None:
+        return unread
     whole = _compact(stored)
     size = len(whole.encode("utf-8"))
     if isinstance(stored, dict) and len(stored) == 1:
@@ -137,5 +158,9 @@ def preview(stored: Any) -> Preview:
             return _messages(stored["messages"], size)
         if "message" in stored:
             return _messages([stored["message"]], size)
+    questions = _questions(stored)
+    if questions is not None:
+        text, cut = _cut(_compact(questions[0] if len(questions) == 1 else questions), PREVIEW_CHARS)
+        return Preview("interrupts", text, size, cut)
     text, cut = _cut(whole, PREVIEW_CHARS)
     return Preview("unknown", text, size, cut)

@@ -321,6 +321,10 @@ class Namespace:
                 for entry in doomed if folder is not None else []:
                     for path in writes_of(self.path, entry.checkpoint_id, entry.generation):
                         _unlink(path, folder)
+                gone = {bad.generation for bad in damaged}  # a damaged file's writes, found by their generation
+                for name in os.listdir(folder) if folder is not None and gone else []:
+                    if writes_owner(name)[0] in gone:
+                        _unlink(self.path / WRITES_DIR / name, folder)
             # their words leave the journal too: a deleted checkpoint's summary line does not outlive it
             redact(self.store.journal, [*(entry.generation for entry in doomed), *(bad.generation for bad in damaged)])
             if any(entry.generation == newest for entry in doomed):

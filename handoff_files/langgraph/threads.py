@@ -74,10 +74,16 @@ def passed_over(namespace: Namespace, damaged: Sequence[Damaged]) -> None:
     for bad in damaged:
         message = (
             f"{bad.path}: a checkpoint file that does not verify was passed over ({bad.error.reason}); "
-            f"`handoff doctor {namespace.path} --repair` restores it where a copy exists, "
-            f"`handoff prune {namespace.path.parent if namespace.path.name else namespace.path} --keep N` removes it"
+            f"`handoff doctor {namespace.path} --repair` restores it where a verified copy exists; "
+            f"`handoff prune {_root_of(namespace.path)} --keep N` removes it once it is older than the N kept; "
+            "moving it out of history/ ends this warning (it holds nothing that verifies)"
         )
         warnings.warn(message, DamagedCheckpointWarning, stacklevel=4)
+
+
+def _root_of(ns_dir: Path) -> Path:
+    """The saver's root a namespace folder is under (a thread's folder, or ``namespaces/<ns>`` in one)."""
+    return ns_dir.parent.parent.parent if ns_dir.parent.name == "namespaces" else ns_dir.parent
 
 
 @contextlib.contextmanager

@@ -175,7 +175,10 @@ def decode_value(stored: Any, serde: SerdeProtocol, where: str, *, allowed: froz
         try:
             return serde.loads_typed((stored["serde"], data))
         except Exception as exc:  # a serializer may raise anything: none escapes the saver's API
-            msg = f"a stored value typed {stored['serde']!r} does not load: {type(exc).__name__}: {exc}"
+            msg = (
+                f"a stored value typed {stored['serde']!r} does not load: {type(exc).__name__}: {exc}; "
+                "open the saver with the serializer (and key) it was written with"
+            )
             raise HandoffValidationError(where, msg) from exc
     msg = f"a stored value is neither {{'json': …}}, messages nor {{'serde', 'base64'}}: {str(stored)[:80]}"
     raise HandoffError(where, msg)

@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from handoff_files.foundation.atomic import is_real_dir, lexists
-from handoff_files.foundation.errors import HandoffNotFoundError, HandoffValidationError, HandoffWriteError
+from handoff_files.foundation.errors import (
+    HandoffNotFoundError,
+    HandoffValidationError,
+    HandoffWriteError,
+    ThreadKindError,
+)
+from handoff_files.thread.kind import thread_kind
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.store import HandoffStore
 
@@ -66,6 +72,7 @@ def prune_history(
     :returns: the names kept and the names removed (or, with *dry_run*, that would be), newest first.
     :raises HandoffValidationError: if *keep* is not :data:`KEEP_RULE`, or *thread* is a folder
         but not a thread (a folder of threads, say).
+    :raises ThreadKindError: for a LangGraph saver's thread (its root's prune keeps writes and blobs in step).
     :raises HandoffNotFoundError: if *thread* does not exist.
     :raises HandoffLockedError: if another writer holds the lock past the store's ``lock_timeout``.
     :raises HandoffWriteError: if a file cannot be removed (those before it are gone).
@@ -76,6 +83,13 @@ def prune_history(
         msg = "not a thread directory: it holds no handoff file, history/ or journal"
         raise HandoffValidationError(path, msg)
     store = thread if isinstance(thread, HandoffStore) else HandoffStore(path, **options)
+    if store.kind is None and thread_kind(store.layout) == "langgraph":
+        root = path.parent.parent.parent if path.parent.name == "namespaces" else path.parent
+        msg = (
+            "a LangGraph saver's thread: pruning its history/ alone would leave its pending writes and blobs "
+            f"behind; prune it through the saver's root: handoff prune {root} --keep {keep}"
+        )
+        raise ThreadKindError(path, msg)
     if dry_run:
         names = [name for _, name in store.layout.generations()]
         return names[:keep], names[keep:]

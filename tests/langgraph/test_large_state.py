@@ -140,3 +140,27 @@ def test_handoff_show_names_a_large_value_by_its_blob_and_size_without_reading_i
     )
     assert done.returncode == 0, done.stderr
     assert f"<in blobs/{blob.stem[:12]}…" in done.stdout
+
+
+def test_handoff_doctor_finds_a_damaged_or_missing_blob(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = tmp_path / "graphs"
+    _put(HandoffSaver(root), THREAD, empty_checkpoint(), 0, _big(0.5))
+
+    def doctor() -> Any:
+        command = [sys.executable, "-m", "handoff_files", "doctor", str(root / "t")]
+        return subprocess.run(command, capture_output=True, text=True, check=False)
+
+    assert doctor().returncode == 0
+    (blob,) = _blobs(root)
+    data = bytearray(blob.read_bytes())
+    data[10] ^= 1
+    blob.write_bytes(bytes(data))
+    done = doctor()
+    assert done.returncode == 1
+    assert blob.name in done.stdout
+    assert "do not hash to the digest" in done.stdout
+    blob.unlink()
+    assert doctor().returncode == 1

@@ -110,3 +110,35 @@ def test_writes_that_come_before_their_checkpoint_are_renamed_to_its_generation_
     got = HandoffSaver(tmp_path / "graphs").get_tuple(ahead_config)
     assert got is not None
     assert got.pending_writes == [("task", "n", "result"), ("task2", "n", "again")]
+
+
+def _cli(*args: object) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "handoff_files", *map(str, args)], capture_output=True, text=True, check=False
+    )
+
+
+def test_handoff_show_gives_an_interrupts_question_itself_not_its_stored_form(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    question = "What is your name? Please type it as it is on your passport."
+    _app(HandoffSaver(root), question).invoke({"count": 0}, CONFIG)
+    done = _cli("show", root / "t")
+    assert done.returncode == 0, done.stderr
+    interrupts = done.stdout.split("INTERRUPTS", 1)[1].split("CHANNELS", 1)[0]
+    assert '"What is your name? Please type it' in interrupts
+    assert "interrupts" not in interrupts.lower().split("\n", 1)[1], "the stored form's keys are not shown"
+
+
+def test_handoff_doctor_finds_a_damaged_pending_writes_file_that_get_tuple_would_fail_on(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    _app(HandoffSaver(root), "ok?").invoke({"count": 0}, CONFIG)
+    assert _cli("doctor", root / "t").returncode == 0
+    newest = sorted((root / "t" / "writes").iterdir())[-1]
+    newest.write_bytes(newest.read_bytes().replace(b"ok?", b"no?", 1))
+    done = _cli("doctor", root / "t")
+    assert done.returncode == 1, done.stdout
+    assert newest.name in done.stdout
+    assert "move the file out of writes/" in done.stdout

@@ -166,3 +166,36 @@ def test_pruning_a_graph_with_a_delta_channel_is_refused_not_silent(tmp_path: Pa
     with pytest.raises(HandoffError, match="DeltaChannel"):
         saver.prune(["t"])
     assert _delta_app(HandoffSaver(tmp_path / "graphs")).get_state(_config()).values["items"] == before
+
+
+def test_handoff_prune_of_a_savers_thread_folder_is_refused_with_the_roots_command(tmp_path: Path) -> None:
+    saver = HandoffSaver(tmp_path / "graphs")
+    _app(saver).invoke({"count": 0}, _config())
+    thread = tmp_path / "graphs" / "t"
+    before = sorted(str(path.relative_to(thread)) for path in thread.rglob("*"))
+    done = subprocess.run(
+        [sys.executable, "-m", "handoff_files", "prune", str(thread), "--keep", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"handoff prune {tmp_path / 'graphs'} --keep 1" in done.stderr
+    assert sorted(str(path.relative_to(thread)) for path in thread.rglob("*")) == before
+
+
+def test_pruning_a_damaged_checkpoint_removes_its_pending_writes_too(tmp_path: Path) -> None:
+    saver = HandoffSaver(tmp_path / "graphs")
+    _app(saver).invoke({"count": 0}, _config())
+    thread = tmp_path / "graphs" / "t"
+    damaged = thread / "history" / "00000003.json"
+    damaged.write_bytes(damaged.read_bytes().replace(b"Step", b"Stop", 1))
+    assert [p for p in (thread / "writes").iterdir() if p.name.startswith("00000003+")]
+    saver.prune(["t"])
+    assert not damaged.exists()
+    assert [p.name for p in (thread / "writes").iterdir()] == [
+        p.name
+        for p in (thread / "writes").iterdir()
+        if p.name.startswith(sorted((thread / "history").iterdir())[-1].stem)
+    ]
