@@ -163,3 +163,13 @@ def test_the_mcp_save_tool_on_a_savers_thread_is_refused_and_the_graph_is_unchan
     assert "is a LangGraph checkpointer's thread" in text(result)
     assert "graph.update_state(config, values)" in text(result)
     assert _graph_now(paused) == before
+
+
+def test_the_briefing_of_a_savers_thread_never_asks_for_a_save_that_would_be_refused(
+    paused: Path, subprocess_env: dict[str, str]
+) -> None:
+    done = handoff("brief", paused / "thread-1", env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    assert "handoff save" not in done.stdout
+    assert "handoff_save" not in done.stdout
+    assert "graph.update_state" in done.stdout
