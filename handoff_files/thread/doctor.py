@@ -116,6 +116,8 @@ def _examine(store: HandoffStore, repairing: Repairing) -> list[Finding]:
         start = len(findings)
         _check_last_save(entries, newest, findings)
         _tag(findings, start, "last-save")
+    elif hint := store.layout.not_a_thread():
+        findings.append(Finding("error", hint, kind="fresh"))  # a root of threads named by mistake: never "ok"
     else:
         findings.append(Finding("ok", "no generations yet: nothing has been saved in this thread", kind="fresh"))
     start = len(findings)

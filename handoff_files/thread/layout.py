@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from handoff_files.format.codec import Format
-from handoff_files.foundation.atomic import fsync_dir, remove_stray_temps, stray_temps
+from handoff_files.foundation.atomic import fsync_dir, is_real_dir, lexists, remove_stray_temps, stray_temps
 from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.foundation.lock import LOCK_NAME, RUN_LOCK_NAME, try_writer_lock
@@ -276,6 +277,34 @@ class ThreadDir:
                 path = folder / name
                 (own if mine(name) or path in temps else others).append(path)
         return own, others
+
+    def threads_inside(self) -> list[str]:
+        """The folders in this one that are threads (a root of threads, a saver's root), sorted. Reads only.
+
+        For errors about a folder that is not itself a thread: never raises (an unreadable folder has none).
+        """
+        try:
+            entries = list(os.scandir(self.path))
+        except OSError:
+            return []
+        found = []
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                    inside = ThreadDir(entry.path)
+                    if is_real_dir(inside.history_dir) or lexists(inside.journal):
+                        found.append(entry.name)
+        return sorted(found)
+
+    def not_a_thread(self) -> str:
+        """What to say of this folder when it is a folder of threads, not one ("" when it holds none)."""
+        inside = self.threads_inside()
+        if not inside:
+            return ""
+        return (
+            f"a folder of threads ({name_some(inside)}), not a thread: name one, "
+            f"as in {suggest('handoff', 'show', self.path / inside[0])}"
+        )
 
     def holdings(self) -> list[str]:
         """The names of this directory's handoff files and channels (empty for a new thread).

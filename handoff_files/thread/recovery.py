@@ -119,7 +119,7 @@ def restore(thread: ThreadSettings, *, seal_edit: Callable[[], object] | None = 
         problems.append(f"restored generation {newest.generation}; generations up to {expected} are lost")
         return Restored(newest.handoff, newest.source, newest.path, tuple(_unique(problems)), newest.edited)
     reason = "nothing here verifies" + (": " + "; ".join(_unique(problems)) if problems else "")
-    raise NoHandoffError(thread.path, reason)
+    raise NoHandoffError(thread.path, thread.layout.not_a_thread() or reason)
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.atomic import is_real_dir
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.atomic import is_real_dir, lexists
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.locate import primary_of, record_of
 
 __all__ = ["Validation", "validate"]
@@ -69,4 +70,7 @@ def _verify(path: Path, assume_version: str | None) -> Handoff:
         return load(path, assume_version=assume_version, written=record_of(path))
     # the thread's files are never followed out of it (see HandoffStore): a link in the primary's place is refused
     primary = primary_of(path)
+    hint = "" if lexists(primary) else ThreadDir(path).not_a_thread()
+    if hint:
+        raise HandoffNotFoundError(path, hint)
     return load(primary, assume_version=assume_version, follow_symlinks=False, written=record_of(primary))
