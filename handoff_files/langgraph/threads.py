@@ -25,6 +25,7 @@ from handoff_files.langgraph.blobs import blob_refs, copy_blobs
 from handoff_files.langgraph.folders import Folders
 from handoff_files.langgraph.layout import append_writes, read_checkpoint_writes, writes_file, writes_files
 from handoff_files.langgraph.store import Damaged, Entry, Namespace
+from handoff_files.thread.kind import saver_root
 from handoff_files.thread.settings import Durability
 
 __all__ = [
@@ -75,15 +76,10 @@ def passed_over(namespace: Namespace, damaged: Sequence[Damaged]) -> None:
         message = (
             f"{bad.path}: a checkpoint file that does not verify was passed over ({bad.error.reason}); "
             f"`handoff doctor {namespace.path} --repair` restores it where a verified copy exists; "
-            f"`handoff prune {_root_of(namespace.path)} --keep N` removes it once it is older than the N kept; "
+            f"`handoff prune {saver_root(namespace.path)} --keep N` removes it once it is older than the N kept; "
             "moving it out of history/ ends this warning (it holds nothing that verifies)"
         )
         warnings.warn(message, DamagedCheckpointWarning, stacklevel=4)
-
-
-def _root_of(ns_dir: Path) -> Path:
-    """The saver's root a namespace folder is under (a thread's folder, or ``namespaces/<ns>`` in one)."""
-    return ns_dir.parent.parent.parent if ns_dir.parent.name == "namespaces" else ns_dir.parent
 
 
 @contextlib.contextmanager

@@ -11,7 +11,16 @@ from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.thread.journal import first_entry
 from handoff_files.thread.layout import ThreadDir
 
-__all__ = ["KINDS", "LANGGRAPH", "Kind", "ThreadKindError", "check_kind", "refuse_plain_write", "thread_kind"]
+__all__ = [
+    "KINDS",
+    "LANGGRAPH",
+    "Kind",
+    "ThreadKindError",
+    "check_kind",
+    "refuse_plain_write",
+    "saver_root",
+    "thread_kind",
+]
 
 #: The kinds of thread a store may be opened as (None, the default: a plain thread's writer).
 Kind = Literal["langgraph"]
@@ -52,6 +61,11 @@ def check_kind(kind: object, path: str | os.PathLike[str]) -> Kind | None:
         return LANGGRAPH
     msg = f"kind must be None or one of {', '.join(map(repr, KINDS))}, not {kind!r}"
     raise HandoffValidationError(path, msg)
+
+
+def saver_root(thread: Path) -> Path:
+    """The LangGraph saver's root a saver's thread folder is in (a thread's folder, or ``namespaces/<ns>`` in one)."""
+    return thread.parent.parent.parent if thread.parent.name == "namespaces" else thread.parent
 
 
 def recorded_kind(layout: ThreadDir) -> Kind | None:

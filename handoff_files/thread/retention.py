@@ -13,7 +13,7 @@ from handoff_files.foundation.errors import (
     HandoffWriteError,
     ThreadKindError,
 )
-from handoff_files.thread.kind import thread_kind
+from handoff_files.thread.kind import saver_root, thread_kind
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.store import HandoffStore
 
@@ -84,7 +84,7 @@ def prune_history(
         raise HandoffValidationError(path, msg)
     store = thread if isinstance(thread, HandoffStore) else HandoffStore(path, **options)
     if store.kind is None and thread_kind(store.layout) == "langgraph":
-        root = path.parent.parent.parent if path.parent.name == "namespaces" else path.parent
+        root = saver_root(path)
         msg = (
             "a LangGraph saver's thread: pruning its history/ alone would leave its pending writes and blobs "
             f"behind; prune it through the saver's root: handoff prune {root} --keep {keep}"

@@ -36,6 +36,7 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.transfers.blobs import blob_path
+from tests.inbox.clock import Clock
 from tests.inbox_sw4rm_child import SCRIPT
 
 PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (
@@ -46,19 +47,6 @@ PENDING, ACCEPTED, REJECTED, COMPLETED, EXPIRED = (
     HandoffStatus.EXPIRED,
 )
 MODES = [pytest.param("memory", id="memory"), pytest.param("inbox", id="inbox")]
-
-
-class Clock:
-    """Time, the one thing faked here: the inbox judges expiry by it, and it moves only when told."""
-
-    def __init__(self) -> None:
-        self.now = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
 
 
 @pytest.fixture(autouse=True)
