@@ -58,13 +58,18 @@ def stash(root: Path, ns_dir: Path, stored: dict[str, Any]) -> dict[str, Any]:
         msg = f"a value of {len(data):,} bytes (as stored) is over the {MAX_BLOB_BYTES:,}-byte limit for one value"
         raise HandoffValidationError(ns_dir, msg)
     digest = blake3.blake3(data).hexdigest()
+    _write(root, ns_dir, digest, data)
+    return {"blob": digest, "bytes": len(data)}
+
+
+def _write(root: Path, ns_dir: Path, digest: str, data: bytes) -> None:
+    """Write the blob *digest* names durably, unless it is there already (its name is its content's digest)."""
     with open_dir_under(root, ns_dir / BLOBS_DIR, create=True) as folder:
         assert folder is not None  # noqa: S101 -- made if missing
         try:
             os.lstat(f"{digest}.json", dir_fd=folder)
         except FileNotFoundError:
             write_durable(ns_dir / BLOBS_DIR / f"{digest}.json", data)
-    return {"blob": digest, "bytes": len(data)}
 
 
 def unstash(ns_dir: Path, stored: Any, where: Path) -> Any:
@@ -75,7 +80,12 @@ def unstash(ns_dir: Path, stored: Any, where: Path) -> Any:
     """
     if not _is_ref(stored):
         return stored
-    digest = stored["blob"]
+    path = ns_dir / BLOBS_DIR / f"{stored['blob']}.json"
+    return parse_json(_read(ns_dir, stored["blob"], where), path, limit=MAX_BLOB_BYTES)
+
+
+def _read(ns_dir: Path, digest: Any, where: Path) -> bytes:
+    """The bytes of the blob *digest* names, read bounded and checked against it (*where*: who names it)."""
     if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         msg = f"a blob reference names no BLAKE3 digest: {str(digest)[:80]}"
         raise HandoffError(where, msg)
@@ -88,7 +98,7 @@ def unstash(ns_dir: Path, stored: Any, where: Path) -> Any:
     if blake3.blake3(data).hexdigest() != digest:
         msg = f"damaged: its bytes do not hash to the digest in its name (the value of {where.name})"
         raise HandoffError(path, msg)
-    return parse_json(data, path, limit=MAX_BLOB_BYTES)
+    return data
 
 
 def blob_refs(values: Iterable[Any]) -> frozenset[str]:
@@ -99,7 +109,7 @@ def blob_refs(values: Iterable[Any]) -> frozenset[str]:
 def copy_blobs(root: Path, source: Path, target: Path, digests: Iterable[str]) -> None:
     """Copy the blobs *digests* names from one namespace folder to another (a thread's copy); each checked."""
     for digest in digests:
-        stash(root, target, unstash(source, {"blob": digest, "bytes": 0}, source))
+        _write(root, target, digest, _read(source, digest, source))  # checked, then copied as it is
 
 
 def collect(ns_dir: Path, named: frozenset[str]) -> None:
