@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.langgraph.layout import NAMESPACES_DIR, namespace_dirs, read_checkpoint_writes
-from handoff_files.langgraph.preview import Preview, preview
+from handoff_files.langgraph.preview import Preview, interrupt_questions, preview
 from handoff_files.langgraph.store import record_of
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_NAMES, generation_of
 
@@ -216,9 +216,10 @@ def _interrupts(record: dict[str, Any]) -> list[PendingWrite]:
     """
     stored = record.get("value")
     node = _node_of(record)
+    questions = interrupt_questions(stored)  # the saver's form
+    if questions is not None:
+        return [PendingWrite(node, INTERRUPT, preview({"json": question})) for question in questions]
     items = stored.get("json") if isinstance(stored, dict) and set(stored) == {"json"} else None
-    if isinstance(stored, dict) and set(stored) in ({"interrupts", "sequence"}, {"interrupt"}):  # the saver's form
-        items = stored["interrupts"] if "interrupts" in stored else [stored["interrupt"]]
     if isinstance(items, list) and items and all(isinstance(item, dict) and "value" in item for item in items):
         return [PendingWrite(node, INTERRUPT, preview({"json": item["value"]})) for item in items]
     return [PendingWrite(node, INTERRUPT, preview(stored))]

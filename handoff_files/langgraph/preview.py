@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["PREVIEW_CHARS", "Preview", "message_line", "preview"]
+__all__ = ["PREVIEW_CHARS", "Preview", "interrupt_questions", "message_line", "preview"]
 
 #: The longest preview (a renderer cuts it to its width); the size of the whole value is given beside it.
 PREVIEW_CHARS: Final = 240
@@ -129,7 +129,7 @@ def _unread(stored: Any) -> Preview | None:
     return None
 
 
-def _questions(stored: Any) -> list[Any] | None:
+def interrupt_questions(stored: Any) -> list[Any] | None:
     """The values (questions) of the saver's interrupt form (``{"interrupts": [...]}`` or ``{"interrupt": {...}}``)."""
     if not isinstance(stored, dict):
         return None
@@ -158,7 +158,7 @@ def preview(stored: Any) -> Preview:
             return _messages(stored["messages"], size)
         if "message" in stored:
             return _messages([stored["message"]], size)
-    questions = _questions(stored)
+    questions = interrupt_questions(stored)
     if questions is not None:
         text, cut = _cut(_compact(questions[0] if len(questions) == 1 else questions), PREVIEW_CHARS)
         return Preview("interrupts", text, size, cut)
