@@ -71,6 +71,9 @@ class HeadTracker:
     def __init__(self, thread: ThreadSettings) -> None:
         self._thread = thread
         self._cache: tuple[_Key, Head] | None = None
+        #: Whether the last :meth:`current` found the files as this store left them (nobody else
+        #: wrote since its own last save, so what that save checked still holds).
+        self.unchanged = False
 
     def current(self, listing: list[tuple[int, str]]) -> Head:
         """The head the next save chains from (call under the writers' lock).
@@ -84,9 +87,11 @@ class HeadTracker:
         :returns: the head.
         :raises HandoffError: if the disk must be scanned and cannot be read.
         """
+        self.unchanged = False
         if self._cache is not None:
             newest_listed = listing[0][0] if listing else 0
             if self._cache[0] == self._key(newest_listed):
+                self.unchanged = True
                 return self._cache[1]
         return find_head(self._thread)
 

@@ -77,7 +77,7 @@ class HandoffStore:
         thread_id: str | None = None,
         algorithm: sealing.Algorithm = sealing.DEFAULT_ALGORITHM,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        durability: Durability = "full",
+        durability: Durability = "journal",
         on_lock_wait: OnLockWait | None = None,
         kind: Kind | None = None,
     ) -> None:
@@ -335,8 +335,10 @@ class HandoffStore:
     ) -> SaveReceipt:
         """Commit the generation after *head* (call under the lock) and remember the new head."""
         mode = durability or self.durability
-        is_saver = head.agent_id == SAVER_AGENT_ID  # else a plain thread's save reads no generation to know its kind
-        refuse_plain_write(self.layout, self._thread.kind, event, newest_may_be_a_checkpoint=is_saver)
+        if not self._heads.unchanged:
+            # the thread's kind, checked unless this store's own last save left the files as they are
+            is_saver = head.agent_id == SAVER_AGENT_ID  # else a plain thread's save reads no generation
+            refuse_plain_write(self.layout, self._thread.kind, event, newest_may_be_a_checkpoint=is_saver)
         from handoff_files.thread.commit import commit  # noqa: PLC0415 -- a save's module: a restore never loads it
 
         receipt, new_head = commit(
