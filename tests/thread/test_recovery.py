@@ -14,6 +14,7 @@ import pytest
 from handoff_files import HandoffParseError, HandoffStore, NoHandoffError, UnsealedEditError, load
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.mirror import primary_stamp, read_mirror
+from handoff_files.thread.settings import Durability
 
 STEPS = 4
 
@@ -31,8 +32,8 @@ def content(step: int) -> dict[str, Any]:
     }
 
 
-def saved_thread(thread_dir: Path) -> tuple[HandoffStore, list[str]]:
-    store = HandoffStore(thread_dir)
+def saved_thread(thread_dir: Path, *, durability: Durability = "journal") -> tuple[HandoffStore, list[str]]:
+    store = HandoffStore(thread_dir, durability=durability)
     return store, [store.save(content(step)).checksum for step in range(1, STEPS + 1)]
 
 
@@ -71,7 +72,8 @@ def test_primary_damaged_restores_the_same_generation_from_history(thread_dir: P
 
 
 def test_primary_and_history_damaged_rebuilds_from_state_json_and_the_journal(thread_dir: Path) -> None:
-    store, _ = saved_thread(thread_dir)
+    """A full save leaves only a summary line in the journal: the last rung rebuilds the state from it."""
+    store, _ = saved_thread(thread_dir, durability="full")
     store.primary.unlink()
     for path in store.history_dir.iterdir():
         path.write_bytes(b"{")
@@ -84,6 +86,18 @@ def test_primary_and_history_damaged_rebuilds_from_state_json_and_the_journal(th
     assert [p.task for p in restored.handoff.priorities] == ["do step 5"]
     assert restored.handoff.seal is None
     assert any("rebuilt from state.json" in p and "lost" in p for p in restored.problems)
+
+
+def test_primary_and_history_damaged_restores_the_exact_generation_from_its_journal_line(thread_dir: Path) -> None:
+    """A journal-first save (the default) holds the whole sealed generation in its journal line."""
+    store, seals = saved_thread(thread_dir)
+    store.primary.unlink()
+    for path in store.history_dir.iterdir():
+        path.write_bytes(b"{")
+    restored = HandoffStore(thread_dir).restore()
+    assert (restored.source, restored.generation, str(restored.handoff.seal)) == ("journal", STEPS, seals[-1])
+    assert restored.handoff.content().model_dump(mode="json")["narrative"] == content(STEPS)["narrative"]
+    assert any("restored from its journal line" in p for p in restored.problems)
 
 
 def load_saved_state(step: int) -> dict[str, Any]:
@@ -120,7 +134,7 @@ def test_a_damaged_line_in_the_middle_of_the_journal_is_reported_with_its_number
     store.journal.path.write_bytes(b"\n".join(lines))
     entries, problems = store.journal.entries()
     assert problems == ["journal.jsonl line 2 is damaged (its check does not match)"]
-    assert len(entries) == STEPS - 1
+    assert len(entries) == 2 * STEPS - 1  # a journal-first save writes a document line before its save line
     last, skipped = store.journal.last("saved")
     assert last is not None
     assert last.generation == STEPS
@@ -133,7 +147,8 @@ def test_journal_rotates_and_the_last_save_is_still_found_across_files(
     import handoff_files.thread.journal as journal_module
 
     monkeypatch.setattr(journal_module, "ROTATE_BYTES", 2_000)
-    store, _ = saved_thread(thread_dir)
+    # full saves write short lines, so the byte bound rules (journal-first rotation: tests/thread/test_durability.py)
+    store, _ = saved_thread(thread_dir, durability="full")
     for step in range(STEPS + 1, STEPS + 30):
         store.save(content(step))
     assert (thread_dir / "journal.1.jsonl").exists()
@@ -229,7 +244,7 @@ def test_a_journal_line_with_a_duplicated_key_is_a_damaged_line(thread_dir: Path
     store.journal.path.write_bytes(b"\n".join(lines))
     entries, problems = store.journal.entries()
     assert problems == ["journal.jsonl line 2 is damaged (its check does not match)"]
-    assert len(entries) == STEPS - 1
+    assert len(entries) == 2 * STEPS - 1  # a journal-first save writes a document line before its save line
 
 
 def test_the_journal_check_names_each_problem_by_kind_and_cuts_only_the_torn_tail(thread_dir: Path) -> None:
