@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from handoff_files.format.codec import Format, render
+from handoff_files.format.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.loader import decode, load
-from handoff_files.foundation.atomic import write_durable
+from handoff_files.foundation.atomic import read_bytes, write_durable
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
 
@@ -51,6 +51,8 @@ def copy_back(saves: Iterable[Committed], journal: Path, layout: ThreadDir, fmt:
     for generation, seal, document in saves:
         if generation is None or (floor is not None and generation < floor):
             break  # newest first: what is older was pruned
+        if document is not None and generation in listing and _same(layout.history_dir / listing[generation], document):
+            continue  # the copy a save wrote, byte for byte: nothing to verify or copy (a rotation's usual case)
         if document is None or not _verified(journal, seal, generation, document):
             continue  # never acknowledged (a torn write), or damaged: nothing to copy
         if generation in listing and _loads(layout.history_dir / listing[generation], generation):
@@ -61,6 +63,16 @@ def copy_back(saves: Iterable[Committed], journal: Path, layout: ThreadDir, fmt:
         if floor is None:
             break
     return notes
+
+
+def _same(path: Path, document: dict[str, Any]) -> bool:
+    """Whether *path* holds exactly the file a save writes for *document* (in the format its name says)."""
+    fmt: Format = "yaml" if path.suffix == ".yaml" else "json"
+    try:
+        data, _ = read_bytes(path, MAX_FILE_BYTES, follow_symlinks=False)
+        return data == file_bytes(document, fmt)
+    except (HandoffError, TypeError, ValueError):
+        return False
 
 
 def _verified(path: Path, seal: str | None, generation: int, document: dict[str, Any]) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from handoff_files import HandoffStore, load
+from handoff_files.thread import copyback
 from handoff_files.thread import journal as journal_module
 from handoff_files.thread.journal import Journal
 from tests.writer_child import content
@@ -70,3 +71,40 @@ def test_the_next_save_copies_back_a_generation_only_in_the_journal(
     assert receipt.generation == 3
     assert str(load(thread_dir / "history" / "00000002.json").seal) == seal
     assert any("generation 2 was only in the journal" in problem for problem in receipt.problems)
+
+
+def _rotate_every_append(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal_module, "ROTATE_BYTES", 0)
+    monkeypatch.setattr(journal_module, "ROTATE_LINES", 0)
+
+
+def test_a_rotation_over_exact_copies_decodes_nothing(thread_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the usual rotation: every generation in the dropped lines has its history/ copy, byte for byte
+    # as the save wrote it; telling that is a byte comparison, not a parse and a seal check of both
+    store = HandoffStore(thread_dir, durability="journal")
+    for i in range(3):
+        store.save(content("alive", i + 1, 0))
+    decoded: list[object] = []
+    monkeypatch.setattr(copyback, "decode", lambda *a, **k: decoded.append(a) or pytest.fail("decoded"))
+    monkeypatch.setattr(copyback, "load", lambda *a, **k: decoded.append(a) or pytest.fail("loaded"))
+    _rotate_every_append(monkeypatch)
+    for _ in range(2):
+        with store.locked():
+            store.journal.append("hook", generation=None, seal=None, summary="a session started")
+    assert decoded == []
+
+
+def test_a_rotation_rewrites_a_damaged_copy_from_the_lines_it_drops(
+    thread_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = HandoffStore(thread_dir, durability="journal")
+    receipts = [store.save(content("alive", i + 1, 0)) for i in range(3)]
+    copy = thread_dir / "history" / "00000002.json"
+    data = bytearray(copy.read_bytes())
+    data[data.index(b"alive")] ^= 0x20  # one bit flipped inside the narrative: no longer the save's bytes
+    copy.write_bytes(bytes(data))
+    _rotate_every_append(monkeypatch)
+    for _ in range(2):
+        with store.locked():
+            store.journal.append("hook", generation=None, seal=None, summary="a session started")
+    assert str(load(copy).seal) == receipts[1].checksum
