@@ -13,17 +13,19 @@ from handoff_files import HandoffStore, load
 from handoff_files.format.versions import legacy_checksum
 from handoff_files.thread.doctor import examine
 from handoff_files.thread.journal import Journal, torn
+from handoff_files.thread.settings import Durability
 
 
-def saves(thread_dir: Path, n: int, fmt: str = "json") -> HandoffStore:
-    store = HandoffStore(thread_dir, format=fmt)  # type: ignore[arg-type]
+def saves(thread_dir: Path, n: int, fmt: str = "json", *, durability: Durability = "journal") -> HandoffStore:
+    store = HandoffStore(thread_dir, format=fmt, durability=durability)  # type: ignore[arg-type]
     for i in range(1, n + 1):
         store.save({"narrative": f"Step {i} done.", "state": {"data": {"step": i}}})
     return store
 
 
 def test_doctor_never_repairs_backwards_over_a_newer_state_json(thread_dir: Path) -> None:
-    store = saves(thread_dir, 3)
+    # full saves: only they leave a generation whose last trace is state.json (a journal-first one has its line)
+    store = saves(thread_dir, 3, durability="full")
     store.primary.write_bytes(b"{")
     (store.history_dir / "00000003.json").write_bytes(b"{")
     assert HandoffStore(thread_dir).restore().source == "rebuilt"
@@ -65,7 +67,7 @@ def test_a_journal_line_with_a_huge_integer_is_damaged_not_a_crash(thread_dir: P
     assert HandoffStore(thread_dir).restore().generation == 2
     entries, problems = Journal(thread_dir).entries()
     assert len(problems) == 2
-    assert len(entries) == 2
+    assert [e.event for e in entries] == ["document", "saved"] * 2  # each journal-first save: two lines
 
 
 def test_an_older_version_file_in_the_primarys_place_does_not_shadow_a_sealed_generation(thread_dir: Path) -> None:
@@ -123,7 +125,8 @@ def test_doctor_on_a_yaml_thread_repairs_from_the_yaml_history_copy(thread_dir: 
 
 
 def test_the_save_after_a_rebuilt_restore_chains_to_the_lost_generations_seal(thread_dir: Path) -> None:
-    store = saves(thread_dir, 3)
+    # full saves: the rebuilt rung (a journal-first thread's twin: tests/thread/test_durability.py)
+    store = saves(thread_dir, 3, durability="full")
     lost = json.loads(store.mirror_path.read_text(encoding="utf-8"))["seal"]
     store.primary.unlink()
     (store.history_dir / "00000003.json").unlink()
