@@ -15,7 +15,6 @@ save works and chains to the restored seal.
 
 from __future__ import annotations
 
-import inspect
 import os
 import random
 import shutil
@@ -48,15 +47,7 @@ _ENVELOPE_OF_THE_MOMENT: Final = {"created_at", "seal", "parent"}
 
 
 def store_options(durability: str) -> dict[str, Any]:
-    """``HandoffStore`` keywords for *durability*: the option is passed only when it is not the default.
-
-    :raises RuntimeError: for ``"journal"`` while the store does not take ``durability=`` yet.
-    """
-    if durability == "full":
-        return {}
-    if "durability" not in inspect.signature(HandoffStore).parameters:
-        msg = f"durability={durability!r} was asked for, but HandoffStore does not take durability= yet"
-        raise RuntimeError(msg)
+    """``HandoffStore`` keywords for *durability*, always said (the default changed once: "full", now "journal")."""
     return {"durability": durability}
 
 
