@@ -108,7 +108,8 @@ def test_restore_falls_back_to_history_when_the_primary_is_damaged(thread_dir: P
 
 
 def test_restore_climbs_down_history_past_damaged_generations_and_says_what_was_lost(thread_dir: Path) -> None:
-    store = HandoffStore(thread_dir)
+    # full saves: a journal-first save's journal line would restore generation 4 (tests/thread/test_durability.py)
+    store = HandoffStore(thread_dir, durability="full")
     checksums = saved(store, 4)
     store.primary.unlink()
     (thread_dir / "history" / "00000004.json").write_bytes(b"{")
@@ -138,12 +139,20 @@ def test_restore_of_nothing_raises_no_handoff_error_never_returns_empty(tmp_path
     empty.mkdir()
     with pytest.raises(NoHandoffError, match="nothing here verifies"):
         HandoffStore(empty).restore()
-    store = HandoffStore(tmp_path / "ruined")
+    # a full save's journal holds summaries only: with state.json gone too, nothing can be rebuilt from it
+    store = HandoffStore(tmp_path / "ruined", durability="full")
     saved(store, 2)
     for path in [store.primary, store.mirror_path, *(tmp_path / "ruined" / "history").iterdir()]:
         path.write_bytes(b"garbage")
     with pytest.raises(NoHandoffError, match="nothing here verifies"):
         HandoffStore(tmp_path / "ruined").restore()
+    # a journal-first save's journal holds the whole generation: it is one more channel to ruin
+    store = HandoffStore(tmp_path / "ruined-journal")
+    saved(store, 2)
+    for path in [store.primary, store.mirror_path, store.journal.path, *store.history_dir.iterdir()]:
+        path.write_bytes(b"garbage")
+    with pytest.raises(NoHandoffError, match="nothing here verifies"):
+        HandoffStore(tmp_path / "ruined-journal").restore()
 
 
 def test_a_save_over_a_damaged_primary_keeps_it_and_never_reuses_a_generation(thread_dir: Path) -> None:
@@ -213,10 +222,20 @@ def test_a_yaml_thread_refuses_to_be_opened_as_json(thread_dir: Path) -> None:
         HandoffStore(thread_dir, format="json")
 
 
+@pytest.mark.parametrize(
+    ("durability", "expected"),
+    [
+        # a full save's commit point is history/'s new file: its atomic write fails, nothing replaced
+        pytest.param("full", ("write failed, the previous file is unchanged", "history"), id="full"),
+        # a journal-first save's commit point is its journal line: the append fails before any file is written
+        pytest.param("journal", ("cannot append to the journal", "journal.jsonl"), id="journal"),
+    ],
+)
 def test_a_failed_write_raises_and_leaves_the_saved_generation_untouched(
-    thread_dir: Path, python: str, subprocess_env: dict[str, str]
+    thread_dir: Path, python: str, subprocess_env: dict[str, str], durability: str, expected: tuple[str, str]
 ) -> None:
     """A real failing write: the child caps its file size (RLIMIT_FSIZE), so write() fails with EFBIG."""
+    refusal, named = expected
     store = HandoffStore(thread_dir)
     saved(store, 2)
     before = {p: p.read_bytes() for p in [store.primary, *(thread_dir / "history").iterdir()]}
@@ -227,7 +246,7 @@ def test_a_failed_write_raises_and_leaves_the_saved_generation_untouched(
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG from write() instead of being killed
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
         try:
-            HandoffStore({str(thread_dir)!r}).save({{"narrative": "x" * 60000}})
+            HandoffStore({str(thread_dir)!r}, durability={durability!r}).save({{"narrative": "x" * 60000}})
         except HandoffWriteError as exc:
             print("refused:", exc)
             sys.exit(0)
@@ -236,8 +255,8 @@ def test_a_failed_write_raises_and_leaves_the_saved_generation_untouched(
     )
     done = subprocess.run([python, "-c", child], capture_output=True, text=True, env=subprocess_env, check=False)
     assert done.returncode == 0, done.stderr
-    assert "write failed, the previous file is unchanged" in done.stdout
-    assert str(thread_dir / "history") in done.stdout
+    assert refusal in done.stdout
+    assert str(thread_dir / named) in done.stdout
     after = {p: p.read_bytes() for p in [store.primary, *(thread_dir / "history").iterdir()]}
     assert after == before
     assert HandoffStore(thread_dir).restore().generation == 2
