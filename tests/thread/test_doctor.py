@@ -67,12 +67,14 @@ def test_a_torn_journal_tail_is_cut_and_a_damaged_middle_line_is_set_aside(
 ) -> None:
     store = thread(thread_dir)
     lines = store.journal.path.read_bytes().split(b"\n")
-    lines[0] = lines[0].replace(b"Step", b"Stop", 1)
+    # the first save line (a journal-first save's document line comes before it, its seal checks the document)
+    at = next(number for number, line in enumerate(lines) if b'"event":"saved"' in line)
+    lines[at] = lines[at].replace(b"Step", b"Stop", 1)
     store.journal.path.write_bytes(b"\n".join(lines) + b'{"torn')
     assert main(["doctor", str(thread_dir)]) == 1
     out = capsys.readouterr().out
     assert "torn line" in out
-    assert "line 1 is damaged" in out
+    assert f"line {at + 1} is damaged" in out
     assert main(["doctor", "--repair", str(thread_dir)]) == 0  # the damaged line is moved aside, kept
     out = capsys.readouterr().out
     assert "FIXED" in out
@@ -130,4 +132,6 @@ def test_log_shows_the_journal_as_a_timeline(thread_dir: Path, capsys: pytest.Ca
     assert [line.split()[2] for line in lines] == ["saved", "saved", "saved", "resumed"]
     assert "Step 3 done. Next: step 4" in lines[2]
     assert main(["log", "--json", str(thread_dir)]) == 0
-    assert len(json.loads(capsys.readouterr().out)["entries"]) == 4
+    # machine output keeps every line: a journal-first save's document line (named, not printed) and its save line
+    events = [entry["event"] for entry in json.loads(capsys.readouterr().out)["entries"]]
+    assert events == ["document", "saved"] * 3 + ["resumed"]
