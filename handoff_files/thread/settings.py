@@ -26,7 +26,8 @@ __all__ = [
     "no_id_reason",
 ]
 
-#: When a save is acknowledged. ``"full"``: once its copy in ``history/`` is durable (file and
+#: When a save is acknowledged. ``"journal"`` (the default) is SQLite's WAL promise at one flush,
+#: ``"full"`` the stronger one at two. ``"full"``: once its copy in ``history/`` is durable (file and
 #: directory fsync); the primary, ``state.json`` and the journal line follow unflushed, and a
 #: restore takes ``history/`` when they did not survive a crash. ``"journal"``: once one
 #: journal line holding the whole sealed document is durable (one fsync, as a database's
