@@ -168,7 +168,7 @@ def test_repair_sets_a_damaged_journal_line_aside_and_the_thread_then_checks_cle
     assert lines[: len(good)] == good  # every good line kept, byte for byte
     entries, problems = Journal(thread_dir).check()
     assert problems == []
-    assert [e.event for e in entries] == ["saved", "saved", "saved", "repaired"]
+    assert [e.event for e in entries] == ["document", "saved"] * 3 + ["repaired"]  # journal-first saves
     assert_clean(thread_dir)
 
 

@@ -120,5 +120,5 @@ def test_a_first_save_records_the_kind_when_another_writers_init_made_the_folder
     _saver(thread_dir).save(CHECKPOINT)
     _saver(thread_dir).init()  # the racing init, late: the thread is not new any more, it adds nothing
     lines = (thread_dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line)["event"] for line in lines] == ["created", "saved"]
+    assert [json.loads(line)["event"] for line in lines] == ["created", "document", "saved"]  # a journal-first save
     assert json.loads(lines[0])["kind"] == "langgraph"
