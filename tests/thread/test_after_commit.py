@@ -1,9 +1,12 @@
 """A failure after a save's commit point is not a failed save: the receipt names the copies left unwritten.
 
 The failure is real, not injected: the save runs in a child process whose file-size limit
-(``RLIMIT_FSIZE``) is below the journal's size, so the kernel refuses the journal's append (EFBIG)
-while the save's new, small files are written. (Permissions would do for a user, but the tests
-may run as root.) The torture suite's fault part checks the same contract at every OS call.
+(``RLIMIT_FSIZE``) the kernel enforces (EFBIG). For a full save the journal is made larger than
+the limit, so its append is refused while the save's new, small files are written; for a
+journal-first save (the default) the generation's files are made larger than the limit while
+its compact journal line fits, so the copies are refused after the line committed it.
+(Permissions would do for a user, but the tests may run as root.) The torture suite's fault part
+checks the same contract at every OS call.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import resource
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from handoff_files import HandoffStore
 from tests.writer_child import content
@@ -44,10 +48,19 @@ else:
 """
 
 
-def _save_limited(thread: Path, durability: str, python: str, env: dict[str, str]) -> dict[str, object]:
-    layers = json.dumps(content("w", 2, 0))
+#: Layers whose indented file is over LIMIT while the compact journal line holding them is under it.
+WIDE: dict[str, Any] = {
+    "narrative": "A long list, one number a line in the file.",
+    "state": {"data": {"n": list(range(4000))}},
+}
+
+
+def _save_limited(
+    thread: Path, durability: str, python: str, env: dict[str, str], layers: dict[str, Any] | None = None
+) -> dict[str, object]:
+    layers_json = json.dumps(layers or content("w", 2, 0))
     done = subprocess.run(
-        [python, "-c", _SAVE, str(thread), durability, layers],
+        [python, "-c", _SAVE, str(thread), durability, layers_json],
         env=env,
         capture_output=True,
         text=True,
@@ -82,13 +95,31 @@ def test_a_journal_first_save_whose_commit_line_is_refused_raises_and_commits_no
     assert HandoffStore(thread_dir).restore().generation == 1
 
 
+def test_copies_refused_after_a_journal_first_commit_are_named_in_the_receipt(
+    thread_dir: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    first = HandoffStore(thread_dir, durability="journal").save(content("w", 1, 0))
+    result = _save_limited(thread_dir, "journal", python, subprocess_env, WIDE)
+    assert result["generation"] == 2, result
+    unfinished = result["unfinished"]
+    assert isinstance(unfinished, list)
+    assert {entry.split(": ")[0] for entry in unfinished} >= {
+        str(thread_dir / "history" / "00000002.json"),
+        str(thread_dir / "handoff.json"),
+    }
+    restored = HandoffStore(thread_dir).restore()
+    assert (restored.source, restored.generation, restored.handoff.parent) == ("journal", 2, first.checksum)
+    assert HandoffStore(thread_dir).save(content("w", 3, 0)).generation == 3  # no second generation 2
+
+
 def test_handoff_save_exits_3_with_the_receipt_and_says_not_to_save_again(
     tmp_path: Path, python: str, subprocess_env: dict[str, str]
 ) -> None:
+    """The command saves journal-first (the default): its copies over the limit fail after the commit."""
     thread = tmp_path / "t1"
-    _big_journal(thread)
+    HandoffStore(thread).save(content("w", 1, 0))
     layers = tmp_path / "c.json"
-    layers.write_text(json.dumps(content("w", 2, 0)))
+    layers.write_text(json.dumps(WIDE))
     done = subprocess.run(
         [python, "-m", "handoff_files", "save", str(thread), str(layers), "--json"],
         env=subprocess_env,
@@ -99,8 +130,9 @@ def test_handoff_save_exits_3_with_the_receipt_and_says_not_to_save_again(
     )
     assert done.returncode == 3, done.stderr
     assert json.loads(done.stdout)["generation"] == 2
-    lines = done.stderr.splitlines()
-    assert len(lines) == 2, done.stderr
-    assert lines[0].startswith("handoff: saved generation 2, but left unfinished: ")
-    assert "journal.jsonl" in lines[0]
-    assert "do not save again" in lines[1]
+    *unfinished, advice = done.stderr.splitlines()
+    assert unfinished, done.stderr
+    assert all(line.startswith("handoff: saved generation 2, but left unfinished: ") for line in unfinished)
+    assert any(str(thread / "handoff.json") in line for line in unfinished), done.stderr
+    assert "do not save again" in advice
+    assert HandoffStore(thread).restore().generation == 2
