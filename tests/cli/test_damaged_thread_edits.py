@@ -16,6 +16,7 @@ from typing import Final
 import pytest
 
 from handoff_files import HandoffStore, load
+from handoff_files.thread.settings import Durability
 from tests.cli.shell import handoff, machine
 
 # `EDITOR='python editor.py OLD NEW'`: a person's change of some text in the file given last
@@ -28,8 +29,8 @@ target.write_text(text.replace(old, new), encoding="utf-8")
 """
 
 
-def _saved(thread: Path, count: int) -> HandoffStore:
-    store = HandoffStore(thread)
+def _saved(thread: Path, count: int, *, durability: Durability = "journal") -> HandoffStore:
+    store = HandoffStore(thread, durability=durability)
     for i in range(1, count + 1):
         store.save(
             {
@@ -79,7 +80,8 @@ def test_edit_of_a_thread_whose_primary_is_damaged_starts_from_the_newest_verifi
 
 def _rebuilt_thread(tmp_path: Path) -> HandoffStore:
     """A thread whose generation 3 survives only in state.json: its primary and history copy are lost."""
-    store = _saved(tmp_path / "a thread", 3)  # a space: the advice must quote the path for the shell
+    # full saves: a journal-first save's journal line would restore generation 3 exactly, not rebuild it
+    store = _saved(tmp_path / "a thread", 3, durability="full")  # a space: the advice must quote the path
     store.primary.unlink()
     (store.history_dir / "00000003.json").unlink()
     assert HandoffStore(store.path).restore().source == "rebuilt"

@@ -17,7 +17,7 @@ def test_show_of_a_rebuilt_handoff_says_it_has_no_seal_and_was_not_migrated(
     tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
     thread = tmp_path / "t1"
-    store = HandoffStore(thread)
+    store = HandoffStore(thread, durability="full")  # a journal-first journal would restore the generation itself
     store.save({"narrative": "Ported half the importer."})
     store.save({"narrative": "Ported all of the importer."})
     (thread / "handoff.json").unlink()
@@ -30,6 +30,26 @@ def test_show_of_a_rebuilt_handoff_says_it_has_no_seal_and_was_not_migrated(
     assert "migrated" not in head, head
     assert "sealed" not in head.replace("not sealed", ""), head
     assert "rebuilt from state.json and the journal" in head, head
+
+
+def test_show_of_a_handoff_restored_from_its_journal_line_says_so_and_that_it_is_sealed(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    thread = tmp_path / "t1"
+    store = HandoffStore(thread)  # journal-first, the default: the journal line holds the whole generation
+    store.save({"narrative": "Ported half the importer."})
+    receipt = store.save({"narrative": "Ported all of the importer."})
+    (thread / "handoff.json").unlink()
+    for copy in (thread / "history").iterdir():
+        copy.unlink()
+    done = handoff("show", thread, env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    head, source = done.stdout.splitlines()[:2]
+    assert "generation 2, sealed" in head, head
+    assert receipt.checksum.split(":")[1][:12] in head, head
+    assert source.startswith("from: journal"), source
+    assert "restored from its journal line" in done.stdout
+    assert "Ported all of the importer." in done.stdout
 
 
 def test_migrate_prints_the_ids_it_writes(tmp_path: Path, subprocess_env: dict[str, str]) -> None:

@@ -36,6 +36,7 @@ from handoff_files.foundation.errors import (
     NoHandoffError,
 )
 from handoff_files.foundation.lock import writer_lock
+from handoff_files.thread.settings import Durability
 from tests.strategies import json_values
 
 EMPTY = b'{"conversation_history":[],"metadata":{},"tool_state":{}}'
@@ -421,12 +422,15 @@ def test_context_bytes_with_a_duplicated_key_are_refused_by_the_strict_reader(da
     assert not thread_dir.exists()
 
 
-def test_import_refuses_a_thread_whose_files_exist_but_none_verifies(thread_dir: Path) -> None:
-    store = HandoffStore(thread_dir)
+@pytest.mark.parametrize("durability", ["full", "journal"])
+def test_import_refuses_a_thread_whose_files_exist_but_none_verifies(thread_dir: Path, durability: Durability) -> None:
+    store = HandoffStore(thread_dir, durability=durability)
     store.save({"narrative": "precious work"})
     for path in store.history_dir.iterdir():
         path.unlink()
     store.mirror_path.unlink()  # with state.json, restore would rebuild the generation instead
+    if durability == "journal":  # its journal line holds the whole generation: damage its document too
+        store.journal.path.write_bytes(store.journal.path.read_bytes().replace(b"precious", b"prezious"))
     store.primary.write_bytes(b'{"schema_version": "2.0", "narrative": "trunc')
     damaged = store.primary.read_bytes()
     with pytest.raises(NoHandoffError, match="restore or move these files first"):
