@@ -12,7 +12,7 @@ from bench.torture import Options
 from bench.torture import powerloss as torture_powerloss
 from bench.torture.oslayer import DIR, Broken, Op, Recorder
 from bench.torture.powerloss import SCENARIOS, Disk, Tally, check_state, crash_states, outcomes, run_states, trace
-from handoff_files import HandoffStore
+from handoff_files import Durability, HandoffStore
 from tests.writer_child import content
 
 # -- the model ---------------------------------------------------------------------------------
@@ -116,14 +116,25 @@ def test_the_recorder_refuses_a_write_it_cannot_model(tmp_path: Path) -> None:
         pass
 
 
-def test_the_broken_recorder_skips_the_fsyncs_it_is_told_to(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("durability", "skipped"),
+    [
+        # history/: the commit point; the thread directory is never flushed now
+        pytest.param("full", 1, id="full"),
+        # a journal-first save into a thread whose journal exists flushes no directory at all
+        pytest.param("journal", 0, id="journal"),
+    ],
+)
+def test_the_broken_recorder_skips_the_fsyncs_it_is_told_to(
+    tmp_path: Path, durability: Durability, skipped: int
+) -> None:
     thread = tmp_path / "thread-1"
-    HandoffStore(thread).save(content("w", 1, 10))
+    HandoffStore(thread, durability=durability).save(content("w", 1, 10))
     disk = Disk.snapshot(tmp_path)
     sizes = {inode: len(data) for inode, data in disk.data.items()}
     with Recorder(tmp_path, disk.names, sizes, broken="no-dir-fsync") as recorder:
-        HandoffStore(thread).save(content("w", 2, 10))
-    assert recorder.skipped == 1  # history/: the commit point; the thread directory is never flushed now
+        HandoffStore(thread, durability=durability).save(content("w", 2, 10))
+    assert recorder.skipped == skipped
     assert all(op.inode != DIR for op in recorder.ops if op.kind == "sync")
 
 
