@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import shlex
 import sys
@@ -212,6 +211,8 @@ def _lock_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _receipt_record(receipt: SaveReceipt | None, args: argparse.Namespace, verb: str) -> dict[str, Any] | None:
     """The receipt for ``--json`` (null when nothing was saved), telling an unfinished save on stderr."""
+    import dataclasses  # noqa: PLC0415 -- it imports inspect (~15 ms): not at start-up, which loads this module
+
     from handoff_files.cli.commands import tell_unfinished  # noqa: PLC0415 -- imported per command
 
     if receipt is None:

@@ -7,7 +7,6 @@ parser is built, so each handler imports the library modules it uses when it run
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import re
 import sys
 import time
@@ -17,6 +16,8 @@ from typing import TYPE_CHECKING, Final
 from handoff_files.cli.arguments import positive
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from handoff_files.cli.terminal import Terminal
     from handoff_files.thread.journal import Entry, Journal
 
@@ -50,6 +51,8 @@ def register(add: Add) -> None:
 
 def since(text: str) -> dt.datetime:
     """A moment to read from: an ISO 8601 time (UTC unless it gives an offset) or a duration back from now."""
+    import datetime as dt  # noqa: PLC0415 -- only --since needs it: not at start-up, which loads this module
+
     found = _DURATION.fullmatch(text.strip())
     try:
         if found:

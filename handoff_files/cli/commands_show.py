@@ -11,7 +11,6 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handoff_files.cli.machine import to_json
 from handoff_files.cli.render import briefing
 from handoff_files.foundation.errors import HandoffError
 
@@ -35,6 +34,8 @@ def cmd_show(args: argparse.Namespace) -> str:
             restored = dataclasses.replace(restored, problems=(*restored.problems, str(exc)))
     restored, checkpoint = _checkpoint(restored, None if restored.source == "file" else Path(args.path))
     if args.json:
+        from handoff_files.cli.machine import to_json  # noqa: PLC0415 -- only --json needs it: start-up cost
+
         return to_json(
             {
                 "source": restored.source,

@@ -11,7 +11,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from handoff_files.cli.agents_parser import Add, add_agent_commands
 from handoff_files.cli.arguments import OUTPUT_RULE, agent, count, keep, positive, seconds, thread_id, wait
@@ -41,6 +41,7 @@ _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
 # --json added by the command itself, in a group with the options it cannot go with (log: --follow)
 _OWN_JSON: Final = frozenset({"log"})
 _JSON_HELP: Final = "print machine-readable JSON (docs/cli-json.md)"
+_VERSION_HELP: Final = "show program's version number and exit"  # argparse's own words for its version action
 # history/'s default size (thread.history.DEFAULT_KEEP; a test keeps them equal): the parser imports no store
 _KEEP: Final = 10
 
@@ -60,19 +61,57 @@ class _Parser(argparse.ArgumentParser):
             # a usage error that cannot be told on stderr: its exit code, 2, still says it
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """``--version``: the version line as it is (argparse's own action wraps it as help text, loading its formatter)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=_VERSION_HELP)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        # as argparse's version action writes: through _Parser's, which makes an unwritable stdout a failure
+        parser._print_message(f"{parser.prog} {__version__}\n", sys.stdout)
+        parser.exit()
+
+
+class _Unbuilt:
+    """Stands in for the parser of a subcommand this run does not build: every call is taken and ignored."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Unbuilt]:
+        return self._ignore
+
+    def _ignore(self, *args: object, **kwargs: object) -> _Unbuilt:
+        return self
+
+
+# typed as the parser it stands in for: the commands' registration code calls it as one
+_UNBUILT: Final = cast("argparse.ArgumentParser", _Unbuilt())
+
+
+def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: one subcommand per library verb.
 
+    :param only: build this subcommand alone ("": none), the one the command line names: argparse
+        builds a parser per subcommand, ~25 ms for all of them, which one run does not need. None
+        (the default), or a name no subcommand has, builds them all, as help and completion need.
     :returns: a parser whose namespaces carry ``func``, the handler to call with them.
     """
     parser = _Parser(
         prog="handoff",
         description="Sealed five-layer handoff files: save, show, validate and seal an agent's handoffs.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action=_Version)
+    # prog given: argparse would otherwise build a help formatter to find this same prefix
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", prog=parser.prog)
 
     def add(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
+        if only is not None and name != only:
+            return _UNBUILT
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name not in _NOT_JSON and name not in _OWN_JSON:
             p.add_argument("--json", action="store_true", help=_JSON_HELP)
@@ -96,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_agent_commands(add)
     add_edit_commands(add)  # edit, set
     add_trust_commands(add)  # trust
+    if only and only not in sub.choices:
+        return build_parser()  # argparse's error for an unknown command lists every command
     return parser
 
 
@@ -266,8 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         one line, no traceback; a write under way finishes or leaves nothing).
     """
     try:
-        parser = build_parser()
         words = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(only=_command_named(words))
         args, extra = parser.parse_known_args(words)
         if extra:  # exits 2, with the usage of the command typed (argparse's own would give the top level's)
             getattr(args, "usage_error", parser.error)(_unrecognized(args, extra, words))
@@ -297,6 +338,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.exit_code is not None:
         return int(args.exit_code)
     return EXIT_ERROR if args.failed else EXIT_OK
+
+
+def _command_named(words: Sequence[str]) -> str | None:
+    """The one subcommand *words* need built ("" for none, None for all), as :func:`build_parser` takes it.
+
+    The top level has no option that takes a value, so a first word that is not an option names
+    the command; ``--version`` first is printed before any command is looked for.
+    """
+    first = words[0] if words else ""
+    if first == "--version":
+        return ""
+    return first if first and not first.startswith("-") else None
 
 
 def _unrecognized(args: argparse.Namespace, extra: list[str], words: list[str]) -> str:
