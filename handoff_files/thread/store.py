@@ -56,8 +56,7 @@ class HandoffStore:
     :param on_lock_wait: called with a :class:`~handoff_files.foundation.lock.LockWait` (who holds the
         lock, since when, seconds waited) when a write starts to wait for another writer, then
         every few seconds while it waits; None: wait silently.
-    :param durability: when saves are acknowledged (see :data:`Durability`; default ``"journal"``, one flush per
-        save; ``"full"`` adds the generation's own file, two flushes); ``save()`` may override it.
+    :param durability: when saves are acknowledged (:data:`Durability`, default ``"journal"``); ``save()`` overrides.
     :param kind: ``"langgraph"``: a LangGraph saver's own store (recorded when it creates the thread); a
         plain store (None) is refused every write into such a thread (:mod:`~handoff_files.thread.kind`).
     :raises InvalidNameError: if an id given is invalid, or a new thread has none and its folder's name gives none.
