@@ -160,7 +160,7 @@ def cmd_save(args: argparse.Namespace) -> str:
 
     data, name = read_input(args.file)
     layers = layers_of(parse(data, name), Path(name))  # checked here, so a field not allowed names FILE
-    receipt = HandoffStore(args.dir, format=args.format, **lock_options(args)).save(layers)
+    receipt = HandoffStore(args.dir, format=args.format, **lock_options(args)).save(layers, durability=args.durability)
     return _receipt(receipt, args, "saved")
 
 

@@ -155,6 +155,11 @@ def _add_file_commands(add: Add) -> None:
     p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument("file", nargs="?", metavar="FILE", help="content file, JSON or YAML (default: stdin)")
     p.add_argument("--format", choices=["json", "yaml"], help="primary file format for a new thread")
+    p.add_argument(
+        "--durability",
+        choices=["journal", "full"],
+        help="journal (default): return once its journal line is flushed; full: once its own history/ file is too",
+    )
     _add_id_options(p)
 
     p = add(
