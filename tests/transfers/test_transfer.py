@@ -364,6 +364,18 @@ def test_an_unsealed_newest_generation_is_not_exported(tmp_path: Path, blobs: Lo
         handoff_checkpoint(store, blobs=blobs)
 
 
+def test_a_generation_only_its_journal_line_holds_is_exported_sealed(tmp_path: Path, blobs: LocalBlobStore) -> None:
+    store = HandoffStore(tmp_path / "alpha")  # journal-first, the default: the line holds the whole generation
+    receipt = store.save(_layers(1))
+    (tmp_path / "alpha" / "handoff.json").unlink()
+    for path in (tmp_path / "alpha" / "history").iterdir():
+        path.unlink()
+    descriptor = handoff_checkpoint(store, blobs=blobs)
+    assert (descriptor.generation, descriptor.checkpoint_id) == (1, receipt.checksum)
+    adopt_checkpoint(descriptor, tmp_path / "beta-1", blobs=blobs)
+    assert _five_layers(HandoffStore(tmp_path / "beta-1")) == _five_layers(store)
+
+
 def test_the_committed_descriptor_schema_matches_the_model_and_validates_a_descriptor(
     source: HandoffStore, blobs: LocalBlobStore
 ) -> None:
