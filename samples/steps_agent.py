@@ -9,7 +9,7 @@ with the briefing's code, and carries on from the steps the handoff records as d
 (``--skip-briefing``: it acknowledges without reading the briefing, which a check for the code
 catches). A step is done by saving it: the handoff's ``completed_tasks`` lists every step done, so
 "done" and "saved" are one atomic fact, and a kill before the save leaves the step to do again.
-``HANDOFF_DURABILITY=journal`` makes its saves journal-first. It prints ``RESUMED GEN g DONE d``,
+``HANDOFF_DURABILITY=full`` makes its saves full (the default is journal-first). It prints ``RESUMED GEN g DONE d``,
 ``STEP k GEN g`` after each save and ``FINISHED`` at the end.
 """
 
@@ -45,11 +45,9 @@ def content(done: list[str], steps: int) -> dict[str, Any]:
 
 
 def open_store() -> HandoffStore:
-    """The agent's thread, from ``HANDOFF_DIR``; journal-first saves if ``HANDOFF_DURABILITY`` says so."""
+    """The agent's thread, from ``HANDOFF_DIR``; ``HANDOFF_DURABILITY=full`` asks for full saves (default: journal)."""
     thread = os.environ["HANDOFF_DIR"]
-    if os.environ.get("HANDOFF_DURABILITY", "full") == "journal":
-        return HandoffStore(thread, durability="journal")
-    return HandoffStore(thread)
+    return HandoffStore(thread, durability="full" if os.environ.get("HANDOFF_DURABILITY") == "full" else "journal")
 
 
 def do_steps(store: HandoffStore, done: list[str], steps: int, delay: float) -> None:
