@@ -59,6 +59,7 @@ __all__ = [
     "read_checkpoint_writes",
     "read_writes",
     "thread_dirs",
+    "unlink_in",
     "writes_file",
     "writes_files",
     "writes_owner",
@@ -316,3 +317,19 @@ def _last_record(tail: bytes, path: Path, number: int) -> dict[str, Any] | None:
         "move the file aside to drop this checkpoint's pending writes (their tasks run again)"
     )
     raise HandoffParseError(path, msg)
+
+
+def unlink_in(path: Path, folder: int | None = None) -> None:
+    """Delete *path* (by its name in *folder*'s descriptor, if given); already gone is fine.
+
+    :raises HandoffWriteError: if it cannot be deleted.
+    """
+    try:
+        if folder is None:
+            path.unlink(missing_ok=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path.name, dir_fd=folder)
+    except OSError as exc:
+        msg = f"cannot delete it: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc

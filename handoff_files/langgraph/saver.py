@@ -39,7 +39,7 @@ from handoff_files.langgraph.layout import (
 from handoff_files.langgraph.store import FORMAT, Entry, Namespace, record_of
 from handoff_files.langgraph.threads import DELTA_KEY, passed_over
 from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value, layers_of_state
-from handoff_files.thread.settings import Durability
+from handoff_files.thread.settings import DURABILITIES, Durability
 
 __all__ = ["LAYER_KEYS", "HandoffSaver"]
 
@@ -67,8 +67,9 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     each checkpoint is also a five-layer handoff for ``handoff show``.
 
     :param root: the folder that holds the threads (created on the first save).
-    :param durability: ``"full"``, the only one for now (each checkpoint's own file is durable
-        before ``put`` returns).
+    :param durability: ``"journal"`` (default): ``put`` returns once the journal line holding the
+        checkpoint is flushed, one flush as SqliteSaver's WAL; a process's first read copies back
+        a checkpoint a crash left only there. ``"full"``: once the checkpoint's own file is too.
     :param keep: the newest checkpoints kept per thread and namespace (their pending writes too),
         or None to keep every one.
     :param serde: LangGraph's serializer for what is not plain JSON (default: its own, in its
@@ -89,7 +90,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         self,
         root: str | os.PathLike[str],
         *,
-        durability: Durability = "full",
+        durability: Durability = "journal",
         keep: int | None = None,
         serde: Any = None,
         allowed_types: Iterable[type | tuple[str, str]] = (),
@@ -104,8 +105,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         super().__init__(serde=strict if serde is None else serde)
         #: every value through the caller's serializer, nothing in clear (see *serde*)
         self.opaque = serde is not None and type(serde) is not JsonPlusSerializer
-        if durability != "full":
-            msg = f"durability={durability!r}: the LangGraph saver writes each checkpoint's file durably ('full') only"
+        if durability not in DURABILITIES:
+            msg = f"durability must be one of {', '.join(map(repr, DURABILITIES))}, not {durability!r}"
             raise HandoffError(self.root, msg)
         if keep is not None and (not isinstance(keep, int) or isinstance(keep, bool) or keep < 1):
             msg = f"keep must be a whole number of checkpoints, at least 1, or None; got {keep!r}"

@@ -29,13 +29,13 @@ from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffNotFoundError,
-    HandoffWriteError,
     UnsupportedVersionError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.blobs import BLOBS_DIR, blob_refs, collect
-from handoff_files.langgraph.layout import WRITES_DIR, read_writes, writes_owner
+from handoff_files.langgraph.layout import WRITES_DIR, read_writes, unlink_in, writes_owner
+from handoff_files.thread.catchup import catch_up, journal_ahead
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir, generation_of
 from handoff_files.thread.redact import redact
 from handoff_files.thread.settings import Durability
@@ -81,22 +81,6 @@ class Damaged:
     error: HandoffError
 
 
-def _unlink(path: Path, folder: int | None = None) -> None:
-    """Delete *path* (by its name in *folder*'s descriptor, if given); already gone is fine.
-
-    :raises HandoffWriteError: if it cannot be deleted.
-    """
-    try:
-        if folder is None:
-            path.unlink(missing_ok=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path.name, dir_fd=folder)
-    except OSError as exc:
-        msg = f"cannot delete it: {exc.strerror or exc}"
-        raise HandoffWriteError(path, msg) from exc
-
-
 def record_of(handoff: Handoff, where: Path) -> dict[str, Any]:
     """The LangGraph record of a checkpoint file.
 
@@ -117,8 +101,7 @@ class Namespace:
     """One (thread, namespace) of a graph: a handoff thread directory and its index.
 
     :param path: the directory.
-    :param durability: the saves' (only ``"full"`` for now: a journal-first save's document line
-        would outlive a deleted checkpoint).
+    :param durability: the saves' (a deleted checkpoint's journal lines are redacted either way).
     :param keep: the newest checkpoints kept, or None for all.
     :param lock_timeout: seconds a write waits for another writer's lock (``handoff prune --wait``).
     :param on_lock_wait: told whom it waits for, as :class:`HandoffStore`'s is.
@@ -146,6 +129,7 @@ class Namespace:
         self._lock = threading.Lock()
         self._top: Top | None = None  # None: not known (found again by the next save)
         self._store: HandoffStore | None = None
+        self._caught_up = False  # see _catch_up
 
     @property
     def store(self) -> HandoffStore:
@@ -206,6 +190,7 @@ class Namespace:
         and its record was saved right after the generation before it with an id above every
         earlier one. None means "read the index" (:meth:`scan`), never "no checkpoint".
         """
+        self._catch_up()
         try:
             handoff = load(self.layout.primary("json"), follow_symlinks=False)
             record = record_of(handoff, self.layout.primary("json"))
@@ -239,6 +224,7 @@ class Namespace:
 
     def scan(self) -> tuple[list[Entry], list[Damaged]]:
         """The verified checkpoints, newest first, and the files that do not verify, newest first."""
+        self._catch_up()
         found: dict[tuple[str, int, int, int], Entry] = {}
         damaged: list[Damaged] = []
         try:
@@ -270,6 +256,13 @@ class Namespace:
             self._files = found
         damaged.sort(key=lambda item: item.generation, reverse=True)
         return sorted(found.values(), key=lambda entry: entry.checkpoint_id, reverse=True), damaged
+
+    def _catch_up(self) -> None:
+        """At a process's first read, copy back a checkpoint only the journal holds (a put killed after its commit)."""
+        if not self._caught_up and journal_ahead(self.layout):
+            with self.store.locked():
+                catch_up(self.layout, "json")
+        self._caught_up = True
 
     def _only_newest(self, path: Path, generation: int) -> bool:
         """Whether ``history/`` holds *generation*'s file (regular, the primary's size) and not the next one's."""
@@ -315,16 +308,16 @@ class Namespace:
         with self.store.locked():
             newest = max((entry.generation for entry in self.scan()[0]), default=0)
             for path in [*(entry.path for entry in doomed), *(bad.path for bad in damaged)]:
-                _unlink(path)
+                unlink_in(path)
             # in writes/ as opened here, never through a link planted in its place
             with open_dir_under(self.path, self.path / WRITES_DIR) as folder:
                 for entry in doomed if folder is not None else []:
                     for path in writes_of(self.path, entry.checkpoint_id, entry.generation):
-                        _unlink(path, folder)
+                        unlink_in(path, folder)
                 gone = {bad.generation for bad in damaged}  # a damaged file's writes, found by their generation
                 for name in os.listdir(folder) if folder is not None and gone else []:
                     if writes_owner(name)[0] in gone:
-                        _unlink(self.path / WRITES_DIR / name, folder)
+                        unlink_in(self.path / WRITES_DIR / name, folder)
             # their words leave the journal too: a deleted checkpoint's summary line does not outlive it
             redact(self.store.journal, [*(entry.generation for entry in doomed), *(bad.generation for bad in damaged)])
             if any(entry.generation == newest for entry in doomed):

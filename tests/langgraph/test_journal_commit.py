@@ -1,0 +1,82 @@
+"""The saver's default durability, "journal": one flush per put, and a put killed right after its commit point.
+
+The journal line holding the checkpoint's sealed generation is the commit point; the ``history/``
+copy, the primary and ``state.json`` follow unflushed. A put SIGKILLed between the two has
+committed: a fresh process's first read finds it (copied back from the journal), as SqliteSaver's
+WAL would show a committed transaction.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+from handoff_files import HandoffError
+from handoff_files.langgraph import HandoffSaver
+
+# put one checkpoint, then a second in a process killed just after the second's journal commit
+_KILLED_AFTER_COMMIT = """
+import os, signal, sys
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+from handoff_files.langgraph import HandoffSaver
+from handoff_files.thread import commit
+
+saver = HandoffSaver(sys.argv[1])
+config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+first = create_checkpoint(empty_checkpoint(), None, 0)
+first["channel_values"], first["channel_versions"] = {"who": "first"}, {"who": 1}
+stored = saver.put(config, first, {"source": "loop", "step": 0}, {"who": 1})
+second = create_checkpoint(first, None, 1)
+second["channel_values"], second["channel_versions"] = {"who": "second"}, {"who": 2}
+print(second["id"], flush=True)
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+commit.write_durable = killed  # the history/ copy, the first write after the journal's commit point
+saver.put(stored, second, {"source": "loop", "step": 1}, {"who": 2})
+"""
+
+_CONFIG: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+
+
+def test_a_put_killed_after_its_journal_commit_is_read_back_by_a_fresh_process(
+    tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    done = subprocess.run(
+        [python, "-c", _KILLED_AFTER_COMMIT, str(tmp_path)], env=subprocess_env, capture_output=True, text=True
+    )
+    assert done.returncode == -9, done.stderr
+    second_id = done.stdout.strip()
+    thread = tmp_path / "t"
+    assert len(list((thread / "history").iterdir())) == 1  # the second only in the journal
+    saver = HandoffSaver(tmp_path)
+    newest = saver.get_tuple(_CONFIG)
+    assert newest is not None
+    assert newest.checkpoint["id"] == second_id
+    assert newest.checkpoint["channel_values"] == {"who": "second"}
+    assert [t.checkpoint["channel_values"]["who"] for t in saver.list(_CONFIG)] == ["second", "first"]
+    assert len(list((thread / "history").iterdir())) == 2  # copied back from the journal line
+    # and the next put chains after it, with no generation number reused
+    third = create_checkpoint(newest.checkpoint, None, 2)
+    saver.put(newest.config, third, {"source": "loop", "step": 2}, {})
+    again = HandoffSaver(tmp_path).get_tuple(_CONFIG)
+    assert again is not None
+    assert again.checkpoint["id"] == third["id"]
+    assert again.parent_config is not None
+    assert again.parent_config["configurable"]["checkpoint_id"] == second_id
+
+
+def test_the_saver_takes_either_durability_and_refuses_another(tmp_path: Path) -> None:
+    for durability in ("journal", "full"):
+        saver = HandoffSaver(tmp_path / durability, durability=durability)
+        checkpoint = create_checkpoint(empty_checkpoint(), None, 0)
+        saver.put(_CONFIG, checkpoint, {"source": "loop", "step": 0}, {})
+        journal = (tmp_path / durability / "t" / "journal.jsonl").read_text()
+        assert ('"event":"document"' in journal) == (durability == "journal")
+    with pytest.raises(HandoffError, match="durability must be one of 'full', 'journal', not 'fast'"):
+        HandoffSaver(tmp_path / "x", durability="fast")  # type: ignore[arg-type]
