@@ -18,7 +18,8 @@ from handoff_files.foundation.errors import (
     HandoffWriteError,
     TransferRefusedError,
 )
-from handoff_files.thread.copyback import copy_back, file_bytes
+from handoff_files.thread.catchup import catch_up
+from handoff_files.thread.copyback import file_bytes
 from handoff_files.thread.head import Head
 from handoff_files.thread.layout import TRANSFERRED_NAME
 from handoff_files.thread.mirror import mirror_bytes
@@ -214,9 +215,7 @@ def _write(
 def _copied_back(thread: ThreadSettings) -> list[str]:
     """Write the missing ``history/`` copies of journal-only generations; a failure is noted, not raised."""
     try:
-        journal = thread.journal
-        saves = ((entry.generation, entry.seal, document) for entry, document in journal.committed_documents())
-        return copy_back(saves, journal.path, thread.layout, thread.format)
+        return catch_up(thread.layout, thread.format)
     except HandoffError as exc:
         return [f"a generation only in the journal could not be copied back to history/: {exc}"]
 
