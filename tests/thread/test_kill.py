@@ -91,7 +91,9 @@ def _check_after_kill(directory: Path, killed: _Round, stats: KillStats) -> Hand
         # a kill between the primary's rename and state.json's leaves the mirror one save behind:
         # reported as an interrupted save, and nothing else may be wrong
         assert restored.source == "primary", where
-        assert all("interrupted after its commit" in problem for problem in restored.problems), where
+        assert all("interrupted after its commit" in problem for problem in restored.problems), (
+            f"{restored.problems}: {where}"
+        )
     last_ack = acks[-1].generation if acks else durable
     # a save can finish without its ACK reaching stdout, so one past the last ACK is allowed
     assert restored.generation in {last_ack, last_ack + 1}, f"restored {restored.generation}: {where}"
