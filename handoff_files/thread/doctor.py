@@ -13,8 +13,9 @@ from handoff_files.foundation.atomic import lexists
 from handoff_files.foundation.clock import file_stamp
 from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffWriteError, NoHandoffError
-from handoff_files.thread.findings import Finding, Level, Repairing, failed
-from handoff_files.thread.journal import SAVE_EVENTS, Entry, JournalProblem
+from handoff_files.thread.findings import Finding, Level, Repairing, failed, not_written
+from handoff_files.thread.journal import SAVE_EVENTS, Entry
+from handoff_files.thread.journalcheck import check_journal, note
 from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
 from handoff_files.thread.locate import thread_of
 from handoff_files.thread.mirror import primary_stamp, read_mirror
@@ -27,7 +28,6 @@ from handoff_files.thread.repair import (
     mirror_of,
     rewrite,
     saved_bytes,
-    set_aside_lines,
 )
 from handoff_files.thread.store import HandoffStore
 from handoff_files.thread.upkeep import check_modes, check_temps
@@ -39,20 +39,6 @@ __all__ = ["Finding", "examine", "failed"]
 def _tag(findings: list[Finding], since: int, kind: str) -> None:
     """Give the findings added since index *since* their *kind*."""
     findings[since:] = [dataclasses.replace(f, kind=f.kind or kind) for f in findings[since:]]
-
-
-def _not_written(what: str, doing: str, exc: HandoffError) -> Finding:
-    """A repair the disk refused: nothing was changed, nothing is lost, and why it could not write."""
-    return Finding("unwritten", what, f"could not {doing}, nothing was changed: {exc}")
-
-
-def _note(store: HandoffStore, generation: int | None, seal: str | None, summary: str) -> str:
-    """Journal a "repaired" line; "" if written, else what to add to the repair's advice (the repair stands)."""
-    try:
-        store.journal.append("repaired", generation=generation, seal=seal, summary=summary)
-    except HandoffError as exc:
-        return f" (not noted in the journal: {exc})"
-    return ""
 
 
 def examine(thread: HandoffStore | str | os.PathLike[str], *, repair: bool = False) -> list[Finding]:
@@ -110,11 +96,11 @@ def _examine(store: HandoffStore, repairing: Repairing) -> list[Finding]:
     findings: list[Finding] = []
     if ever_saved(store.layout):
         # the journal's lines first: they are set aside by line number, before the doctor appends any
-        entries, journal_findings = _check_journal_lines(store, repairing)
-        newest = _check_generations(store, findings, repairing)
-        findings += [dataclasses.replace(f, kind="journal") for f in journal_findings]
+        journal = check_journal(store, repairing)
+        newest = _check_generations(store, findings, repairing, unsealed=journal.unsealed)
+        findings += [dataclasses.replace(f, kind="journal") for f in journal.findings]
         start = len(findings)
-        _check_last_save(entries, newest, findings)
+        _check_last_save(journal.entries, newest, findings)
         _tag(findings, start, "last-save")
     elif hint := store.layout.not_a_thread():
         findings.append(Finding("error", hint, kind="fresh"))  # a root of threads named by mistake: never "ok"
@@ -129,8 +115,13 @@ def _examine(store: HandoffStore, repairing: Repairing) -> list[Finding]:
     return findings
 
 
-def _check_generations(store: HandoffStore, findings: list[Finding], repairing: Repairing) -> Copy | None:
-    """Check every copy of every generation, rewrite copies from verified ones; return the newest verified."""
+def _check_generations(
+    store: HandoffStore, findings: list[Finding], repairing: Repairing, *, unsealed: frozenset[int]
+) -> Copy | None:
+    """Check every copy of every generation, rewrite copies from verified ones; return the newest verified.
+
+    :param unsealed: the generations whose journal-first document the journal check reported (not said twice).
+    """
     verified, damaged = history_copies(store.layout)
     primary, primary_problem = _read_primary(store)
     sealed = None if primary is None or primary.seal is None else Copy(primary, store.primary, store.primary.name)
@@ -138,7 +129,7 @@ def _check_generations(store: HandoffStore, findings: list[Finding], repairing: 
     # a verified copy of each generation, from history/ first, then the primary, then the journal
     copies, unusable = journal_copies(store, floor, damaged)
     advice = "that save was never acknowledged, or its document is lost"
-    findings += [Finding("warning", what, advice, kind="journal") for what in unusable]
+    findings += [Finding("warning", what, advice, kind="journal") for g, what in unusable if g not in unsealed]
     copies |= {sealed.generation: sealed} if sealed else {}
     start = len(findings)
     _repair_history(store, verified, damaged, copies | verified, findings, repairing=repairing)
@@ -234,7 +225,7 @@ def _rewrite_history(
     try:
         kept = rewrite(path, saved_bytes(source, format_of(path), path), keep_as=keep_as)
     except HandoffWriteError as exc:
-        findings.append(_not_written(problem, f"write it from {source.label}", exc))
+        findings.append(not_written(problem, f"write it from {source.label}", exc))
         return
     except HandoffError as exc:
         findings.append(Finding("unrepaired", problem, f"could not rewrite it: {exc}"))
@@ -243,7 +234,7 @@ def _rewrite_history(
     advice = f"wrote {name} from {source.label}"
     if kept and keep_as is not None:
         advice += f" (the damaged file kept as {HISTORY_DIR}/{keep_as.name})"
-    advice += _note(store, source.generation, seal, f"rewrote {name} from {source.label}")
+    advice += note(store, source.generation, seal, f"rewrote {name} from {source.label}")
     findings.append(Finding("repaired", problem, advice))
     verified[source.generation] = Copy(source.handoff, path, name)
 
@@ -293,7 +284,7 @@ def _check_primary(
     try:
         kept = rewrite(store.primary, saved_bytes(newest, store.format, store.primary), keep_as=keep_as)
     except HandoffWriteError as exc:
-        findings.append(_not_written(problem, f"rewrite it from {newest.label} (which still holds it)", exc))
+        findings.append(not_written(problem, f"rewrite it from {newest.label} (which still holds it)", exc))
         return
     except HandoffError as exc:
         findings.append(Finding("unrepaired", problem, f"could not rewrite it: {exc}"))
@@ -301,7 +292,7 @@ def _check_primary(
     if kept:
         problem += f" (kept as {HISTORY_DIR}/{keep_as.name})"
     advice = f"rewrote it from {newest.label}"
-    advice += _note(store, newest.generation, str(newest.handoff.seal), f"rewrote {name} from {newest.label}")
+    advice += note(store, newest.generation, str(newest.handoff.seal), f"rewrote {name} from {newest.label}")
     findings.append(Finding("repaired", problem, advice))
 
 
@@ -326,58 +317,12 @@ def _check_mirror(store: HandoffStore, newest: Copy | None, findings: list[Findi
     try:
         rewrite(store.mirror_path, mirror_of(newest, store.primary), keep_as=None)
     except HandoffWriteError as exc:
-        findings.append(_not_written(problem, f"rewrite it from generation {newest.generation}", exc))
+        findings.append(not_written(problem, f"rewrite it from generation {newest.generation}", exc))
         return
     except HandoffError as exc:
         findings.append(Finding("unrepaired", problem, f"could not rewrite it: {exc}"))
         return
     findings.append(Finding("repaired", problem, f"rewrote it from generation {newest.generation}"))
-
-
-def _check_journal_lines(store: HandoffStore, repairing: Repairing) -> tuple[list[Entry], list[Finding]]:
-    """Every journal line; when repairing, a torn tail cut and damaged lines set aside (kept, never deleted)."""
-    journal = store.journal
-    entries, problems = journal.check()
-    findings: list[Finding] = []
-    torn = [problem for problem in problems if problem.kind == "torn"]
-    if repairing.writes and torn:
-        try:
-            journal.cut_torn_tails()
-        except HandoffError as exc:
-            findings += [_not_written(problem.what, "cut it", exc) for problem in torn]
-        else:
-            findings += [Finding("repaired", problem.what, "cut the torn line") for problem in torn]
-    else:
-        advice = "`handoff doctor --repair` cuts it (so does the next save)"
-        findings += [repairing.pending("warning", problem.what, advice) for problem in torn]
-    damaged: dict[Path, list[JournalProblem]] = {}
-    for problem in problems:
-        if problem.kind != "torn":
-            damaged.setdefault(problem.path, []).append(problem)
-    set_aside: list[tuple[Path, Path, int]] = []
-    for path, lines in damaged.items():
-        aside = f"{path.name.removesuffix('.jsonl')}.damaged-<time>.jsonl"
-        if not repairing.writes:
-            advice = f"`handoff doctor --repair` moves it to {aside}, which keeps it"
-            findings += [repairing.pending("error", line.what, advice) for line in lines]
-            continue
-        try:
-            kept = set_aside_lines(path, [line.line for line in lines if line.line is not None], file_stamp())
-        except HandoffWriteError as exc:
-            findings += [_not_written(line.what, f"move it to {aside}", exc) for line in lines]
-            continue
-        except HandoffError as exc:
-            advice = f"could not set it aside: {exc}"
-            findings += [Finding("unrepaired", line.what, advice) for line in lines]
-            continue
-        findings += [Finding("repaired", line.what, f"moved it to {kept.name}, which keeps it") for line in lines]
-        set_aside.append((path, kept, len(lines)))
-    # appended only now: an append may rotate the journal, and the lines above are counted in its files as they were
-    for path, kept, count in set_aside:
-        unnoted = _note(store, None, None, f"moved {count} damaged line(s) of {path.name} to {kept.name}")
-        if unnoted:
-            findings.append(Finding("warning", f"moved damaged lines of {path.name} to {kept.name}", unnoted.strip()))
-    return entries, findings
 
 
 def _check_last_save(entries: list[Entry], newest: Copy | None, findings: list[Finding]) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Finding", "Level", "Repairing", "failed"]
+from handoff_files.foundation.errors import HandoffError
+
+__all__ = ["Finding", "Level", "Repairing", "failed", "not_written"]
 
 #: ``unwritten``: a repair was due but the disk refused it (a read-only folder, EIO …): nothing is
 #: lost, nothing was changed. ``unrepaired``: nothing verified is left to repair it from.
@@ -25,6 +27,11 @@ class Finding:
 def failed(findings: list[Finding]) -> bool:
     """The doctor's verdict: whether an error, or something it could not repair or write, remains."""
     return any(finding.level in ("error", "unwritten", "unrepaired") for finding in findings)
+
+
+def not_written(what: str, doing: str, exc: HandoffError) -> Finding:
+    """A repair the disk refused: nothing was changed, nothing is lost, and why it could not write."""
+    return Finding("unwritten", what, f"could not {doing}, nothing was changed: {exc}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,20 +79,23 @@ def history_copies(layout: ThreadDir) -> tuple[dict[int, Copy], dict[int, tuple[
     return verified, damaged
 
 
-def journal_copies(thread: HasJournal, floor: int, wanted: Collection[int]) -> tuple[dict[int, Copy], list[str]]:
+def journal_copies(
+    thread: HasJournal, floor: int, wanted: Collection[int]
+) -> tuple[dict[int, Copy], list[tuple[int, str]]]:
     """Journal-first saves' verified documents: those newer than generation *floor*, and those of generations *wanted*.
 
-    :returns: the copies, and why each save line newer than every copy and *floor* holds no usable
-        document (such a save was never acknowledged, or its document line is lost).
+    :returns: the copies, and each save line newer than every copy and *floor* that holds no usable
+        document, by generation, with why (such a save was never acknowledged, or its document line is lost).
     :raises HandoffError: if the journal cannot be read.
     """
     copies: dict[int, Copy] = {}
-    unusable: list[str] = []
+    unusable: list[tuple[int, str]] = []
     for entry, handoff, document, why_not in journal_saves(thread, min([*wanted, floor + 1]) - 1):
         generation = entry.generation or 0  # journal_saves yields only lines with a generation
         if handoff is None or document is None:
             if generation > floor and not copies:
-                unusable.append(f"the journal's line of generation {generation} holds no usable document: {why_not}")
+                why = f"the journal's line of generation {generation} holds no usable document: {why_not}"
+                unusable.append((generation, why))
         elif generation > floor or generation in wanted:
             copies.setdefault(generation, Copy(handoff, thread.journal.path, "its journal line", document))
     return copies, unusable

@@ -19,7 +19,7 @@ from handoff_files.thread.mirror import Mirror, primary_stamp
 from handoff_files.thread.results import Restored
 from handoff_files.thread.settings import ThreadSettings
 
-__all__ = ["HasJournal", "PrimaryState", "Scan", "journal_saves", "scan", "vouched"]
+__all__ = ["HasJournal", "PrimaryState", "Scan", "journal_saves", "scan", "verify_document", "vouched"]
 
 #: How the primary stood in a scan: verified and sealed, missing, not verifying, or an older version.
 PrimaryState = Literal["ok", "missing", "bad", "legacy"]
@@ -113,12 +113,19 @@ def journal_saves(
     for entry, document in journal.committed_documents():
         if entry.generation is None or entry.generation <= floor:
             return
-        handoff, why_not = _verified(journal.path, entry, document)
+        handoff, why_not = verify_document(journal.path, entry, document)
         yield entry, handoff, (document if handoff is not None else None), why_not
 
 
-def _verified(path: Path, entry: Entry, document: dict[str, Any] | None) -> tuple[Handoff | None, str | None]:
-    """Verify the document of a journal-first save line as a file is verified: the handoff, or why not."""
+def verify_document(path: Path, entry: Entry, document: dict[str, Any] | None) -> tuple[Handoff | None, str | None]:
+    """Verify the document of a journal-first save line as a file is verified: the handoff, or why not.
+
+    The document must decode as a copy only the store writes, and hold the generation and seal of *entry*.
+
+    :param path: the journal file, named in errors.
+    :param entry: the save line (or its document line: both name the same generation and seal).
+    :param document: the document, None if its line is missing or damaged.
+    """
     if document is None:
         return None, "its document line is missing or damaged"
     try:
