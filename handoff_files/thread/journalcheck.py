@@ -151,23 +151,33 @@ def _pairs(document: Entry, save: Entry) -> bool:
 
 
 def _unsealed(store: HandoffStore, path: Path, number: int, save: Entry, why_not: str) -> _Unsealed:
+    """The problem of one document line that does not verify, saying whether its generation is lost, kept or pruned."""
     generation = save.generation or 0
     what = f"{path.name} line {number}: the document of generation {generation} does not verify: {why_not}"
-    holder = _held_elsewhere(store, generation, save.seal)
-    if holder is None:
-        what += f"; no other verified copy holds generation {generation}: it is lost"
-    else:
+    listed = store.layout.generations()
+    kept = [number for number, _ in listed]
+    holder = _held_elsewhere(store, listed, generation, save.seal)
+    if holder is not None:
         what += f"; not lost: {holder} holds generation {generation}, verified"
-    return _Unsealed(JournalProblem("damaged", path, number, what), generation, lost=holder is None)
+    elif kept and generation < min(kept):
+        # copy-back's rule too: what is older than every generation history/ keeps was pruned on purpose
+        what += f"; not lost: it was pruned on purpose (history/ keeps generations {min(kept)} to {max(kept)})"
+    else:
+        what += f"; no other verified copy holds generation {generation}: it is lost"
+        return _Unsealed(JournalProblem("damaged", path, number, what), generation, lost=True)
+    return _Unsealed(JournalProblem("damaged", path, number, what), generation, lost=False)
 
 
-def _held_elsewhere(store: HandoffStore, generation: int, seal: str | None) -> str | None:
-    """The name of a verified file holding *generation* sealed *seal* (``history/``, then the primary), or None."""
+def _held_elsewhere(
+    store: HandoffStore, listed: list[tuple[int, str]], generation: int, seal: str | None
+) -> str | None:
+    """The name of a verified file holding *generation* sealed *seal* (``history/``, then the primary), or None.
+
+    :param listed: the generations ``history/`` lists, with their file names.
+    """
     layout = store.layout
     candidates: list[tuple[Path, str, Callable[[], tuple[int, int] | None] | None]] = [
-        (layout.history_dir / name, f"{HISTORY_DIR}/{name}", None)
-        for number, name in layout.generations()
-        if number == generation
+        (layout.history_dir / name, f"{HISTORY_DIR}/{name}", None) for number, name in listed if number == generation
     ]
     candidates.append((store.primary, store.primary.name, primary_stamp(layout.mirror)))
     for path, label, written in candidates:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import handoff_files.thread.journal as journal_module
 from handoff_files import HandoffStore
 from handoff_files.thread.doctor import Finding, examine, failed
 
@@ -20,16 +21,17 @@ def saved(thread_dir: Path, n: int = 3) -> HandoffStore:
     return store
 
 
-def damage_document(store: HandoffStore, generation: int) -> int:
+def damage_document(store: HandoffStore, generation: int, journal: Path | None = None) -> int:
     """Change one character of generation *generation*'s narrative inside its document line; return the line's number.
 
     The line stays valid JSON and keeps its check (which does not cover the document): only the seal can tell.
     """
-    lines = store.journal.path.read_bytes().split(b"\n")
+    journal = journal or store.journal.path
+    lines = journal.read_bytes().split(b"\n")
     index = next(i for i, line in enumerate(lines) if f'"event":"document","generation":{generation},'.encode() in line)
     assert lines[index].count(f"Step {generation} done.".encode()) == 1
     lines[index] = lines[index].replace(f"Step {generation} done.".encode(), f"Stop {generation} done.".encode())
-    store.journal.path.write_bytes(b"\n".join(lines))
+    journal.write_bytes(b"\n".join(lines))
     return index + 1
 
 
@@ -50,7 +52,7 @@ def test_a_document_that_does_not_match_its_seal_is_an_error_naming_line_generat
     store = saved(thread_dir)
     number = damage_document(store, generation)
     findings = examine(HandoffStore(thread_dir))
-    [finding] = about(findings, f"journal.jsonl line {number}")
+    [finding] = about(findings, f"journal.jsonl line {number}:")
     assert finding.level == "error"
     assert finding.kind == "journal"
     assert f"generation {generation}" in finding.what
@@ -69,7 +71,7 @@ def test_repair_sets_a_damaged_document_line_aside_and_the_thread_then_checks_cl
     line = store.journal.path.read_bytes().split(b"\n")[number - 1]
     findings = examine(HandoffStore(thread_dir), repair=True)
     assert not failed(findings), findings
-    [finding] = about(findings, f"journal.jsonl line {number}")
+    [finding] = about(findings, f"journal.jsonl line {number}:")
     assert finding.level == "repaired"
     [kept] = thread_dir.glob("journal.damaged-*.jsonl")
     assert kept.name in finding.advice
@@ -79,6 +81,32 @@ def test_repair_sets_a_damaged_document_line_aside_and_the_thread_then_checks_cl
     assert {f.level for f in after} == {"ok"}, after
     restored = HandoffStore(thread_dir).restore()
     assert (restored.generation, restored.problems) == (3, ())
+
+
+def test_document_lines_in_the_rotated_journal_are_checked_and_set_aside_beside_it(
+    thread_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept generation's damaged document is not lost; a pruned one's is not called lost either."""
+    monkeypatch.setattr(journal_module, "ROTATE_BYTES", 0)  # rotate every few saves, not every 4 MiB
+    store = saved(thread_dir, 12)  # history/ keeps the last 10: generations 1 and 2 were pruned
+    older = store.journal.previous
+    assert b'"event":"document","generation":9,' in older.read_bytes()
+    pruned, kept = damage_document(store, 1, older), damage_document(store, 9, older)
+    findings = examine(HandoffStore(thread_dir))
+    [on_kept] = about(findings, f"journal.1.jsonl line {kept}:")
+    assert on_kept.level == "error"
+    assert "generation 9" in on_kept.what
+    assert "not lost: history/00000009.json holds generation 9" in on_kept.what
+    [on_pruned] = about(findings, f"journal.1.jsonl line {pruned}:")
+    assert on_pruned.level == "error"
+    assert "generation 1 " in on_pruned.what
+    assert "not lost: it was pruned on purpose" in on_pruned.what
+    repaired = examine(HandoffStore(thread_dir), repair=True)
+    assert not failed(repaired), repaired
+    [aside] = thread_dir.glob("journal.1.damaged-*.jsonl")
+    assert b"Stop 1 done." in aside.read_bytes()
+    assert b"Stop 9 done." in aside.read_bytes()
+    assert {f.level for f in examine(HandoffStore(thread_dir))} == {"ok"}
 
 
 def test_intact_document_lines_raise_no_finding(thread_dir: Path) -> None:
@@ -99,7 +127,7 @@ def test_the_newest_generations_damaged_document_with_no_other_copy_is_reported_
     store = saved(thread_dir)
     lose_newest_files(store)
     number = damage_document(store, 3)
-    [finding] = about(examine(HandoffStore(thread_dir)), f"journal.jsonl line {number}")
+    [finding] = about(examine(HandoffStore(thread_dir)), f"journal.jsonl line {number}:")
     assert finding.level == "error"
     assert "generation 3" in finding.what
     assert "lost" in finding.what
@@ -107,7 +135,7 @@ def test_the_newest_generations_damaged_document_with_no_other_copy_is_reported_
     line = store.journal.path.read_bytes().split(b"\n")[number - 1]
     repaired = examine(HandoffStore(thread_dir), repair=True)
     assert failed(repaired)
-    [finding] = about(repaired, f"journal.jsonl line {number}")
+    [finding] = about(repaired, f"journal.jsonl line {number}:")
     assert finding.level == "unrepaired"  # set aside, kept: but no verified copy of generation 3 is left
     [kept] = thread_dir.glob("journal.damaged-*.jsonl")
     assert kept.name in finding.advice
