@@ -19,7 +19,7 @@ from handoff_files.thread.scan import verify_document
 from handoff_files.thread.store import HandoffStore
 from handoff_files.thread.tail import read_whole
 
-__all__ = ["JournalCheck", "check_journal", "note", "unsealed_documents"]
+__all__ = ["JournalCheck", "check_journal", "note"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +55,13 @@ def check_journal(store: HandoffStore, repairing: Repairing) -> JournalCheck:
     A damaged line is one whose check does not match, or a journal-first save's document line
     whose document does not verify against its seal (the line's check does not cover the
     document: its seal does). Such a document is said to be lost or not: whether another verified
-    copy of its generation (``history/``, the primary) is left.
+    copy of its generation (``history/``, the primary) is left, or it was pruned on purpose.
 
     :raises HandoffError: if a journal file cannot be read.
     """
     entries, problems = store.journal.check()
     findings = _cut_torn(store, [problem for problem in problems if problem.kind == "torn"], repairing)
-    unsealed = unsealed_documents(store)
+    unsealed = _unsealed_documents(store)
     lost = {(bad.problem.path, bad.problem.line) for bad in unsealed if bad.lost}
     damaged: dict[Path, list[JournalProblem]] = {}
     for problem in [*problems, *(bad.problem for bad in unsealed)]:
@@ -108,7 +108,7 @@ def _cut_torn(store: HandoffStore, torn: list[JournalProblem], repairing: Repair
     return [Finding("repaired", problem.what, "cut the torn line") for problem in torn]
 
 
-def unsealed_documents(store: HandoffStore) -> list[_Unsealed]:
+def _unsealed_documents(store: HandoffStore) -> list[_Unsealed]:
     """Each journal-first save's document line (both journal files) whose document does not verify against its seal.
 
     A document line is paired with the save line after it, as restore pairs them: the same
