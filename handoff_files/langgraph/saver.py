@@ -22,12 +22,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffValidationError
 from handoff_files.langgraph import threads
 from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
 from handoff_files.langgraph.async_methods import AsyncMethods
 from handoff_files.langgraph.blobs import stash, unstash
+from handoff_files.langgraph.checkpoint_file import CheckpointFile
 from handoff_files.langgraph.folders import Folders
 from handoff_files.langgraph.layout import (
     append_writes,
@@ -36,7 +36,7 @@ from handoff_files.langgraph.layout import (
     writes_file,
     writes_files,
 )
-from handoff_files.langgraph.store import FORMAT, Entry, Namespace, record_of
+from handoff_files.langgraph.store import FORMAT, Entry, Namespace
 from handoff_files.langgraph.threads import DELTA_KEY, passed_over
 from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value, layers_of_state
 from handoff_files.thread.settings import DURABILITIES, Durability
@@ -142,10 +142,9 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         serde: SerdeProtocol = self.serde
         return encode_value(value, serde, allowed=self.allowed_types, where=str(where), opaque=self.opaque)
 
-    def tuple_of(self, namespace: Namespace, entry: Entry, handoff: Handoff | None = None) -> CheckpointTuple:
-        """The checkpoint *entry* names, read from its file (*handoff*, when already loaded)."""
-        handoff = namespace.handoff(entry) if handoff is None else handoff
-        record = record_of(handoff, entry.path)
+    def tuple_of(self, namespace: Namespace, entry: Entry, found: CheckpointFile | None = None) -> CheckpointTuple:
+        """The checkpoint *entry* names, read from its file (*found*, when already read)."""
+        record = (namespace.checkpoint(entry) if found is None else found).record
         checkpoint = self._decode(record["checkpoint"], entry.path)
         versions = checkpoint.get("channel_versions", {})
         values = record.get("channel_values", {})

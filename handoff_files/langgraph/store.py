@@ -29,11 +29,11 @@ from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffNotFoundError,
-    UnsupportedVersionError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.blobs import BLOBS_DIR, blob_refs, collect
+from handoff_files.langgraph.checkpoint_file import FORMAT, CheckpointFile, read_checkpoint, record_in
 from handoff_files.langgraph.layout import WRITES_DIR, read_writes, unlink_in, writes_owner
 from handoff_files.thread.catchup import catch_up, journal_ahead
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir, generation_of
@@ -44,7 +44,6 @@ from handoff_files.thread.store import HandoffStore
 __all__ = ["AGENT_ID", "FORMAT", "Entry", "Namespace", "Top", "record_of"]
 
 #: The version of the LangGraph record inside a checkpoint file; a newer one is refused.
-FORMAT: Final = 1
 #: The agent id the saver writes in every checkpoint's envelope.
 AGENT_ID: Final = "langgraph"
 #: ``keep=None``: every checkpoint stays (history is pruned only by ``prune`` and ``delete_*``).
@@ -82,19 +81,8 @@ class Damaged:
 
 
 def record_of(handoff: Handoff, where: Path) -> dict[str, Any]:
-    """The LangGraph record of a checkpoint file.
-
-    :raises HandoffError: if the file holds no LangGraph record.
-    :raises UnsupportedVersionError: if its record is of a newer format than this release reads.
-    """
-    record = handoff.state.data.get("langgraph")
-    if not isinstance(record, dict) or not isinstance(record.get("format"), int):
-        msg = "a valid handoff, but not a LangGraph checkpoint (no state.data.langgraph record)"
-        raise HandoffError(where, msg)
-    if record["format"] > FORMAT:
-        msg = f"LangGraph checkpoint format {record['format']} is newer than this release reads ({FORMAT}); upgrade"
-        raise UnsupportedVersionError(where, msg)
-    return record
+    """The LangGraph record of a loaded checkpoint file (see :func:`~.checkpoint_file.record_in`)."""
+    return record_in(handoff.state.data, where)
 
 
 class Namespace:
@@ -183,7 +171,7 @@ class Namespace:
             return None  # newer than every checkpoint saved: its put is still to come (async durability)
         return next((entry.generation for entry in self.scan()[0] if entry.checkpoint_id == checkpoint_id), None)
 
-    def newest(self) -> tuple[Entry, Handoff] | None:
+    def newest(self) -> tuple[Entry, CheckpointFile] | None:
         """The newest checkpoint and its file, from the primary alone when its record proves it the newest; else None.
 
         Proven when the primary verifies, ``history/`` holds its generation's file and none after it,
@@ -192,11 +180,11 @@ class Namespace:
         """
         self._catch_up()
         try:
-            handoff = load(self.layout.primary("json"), follow_symlinks=False)
-            record = record_of(handoff, self.layout.primary("json"))
+            found = read_checkpoint(self.layout.primary("json"), origin="file")
         except HandoffError:
             return None
-        generation, checkpoint_id = handoff.generation, record["checkpoint_id"]
+        generation, record = found.generation, found.record
+        checkpoint_id = record["checkpoint_id"]
         order = record.get("order")
         if not isinstance(order, dict) or order.get("after") != generation - 1:
             return None  # an older release's record, or another writer saved in between
@@ -207,7 +195,7 @@ class Namespace:
         if not self._only_newest(path, generation):
             return None
         self._top = Top(generation, checkpoint_id, checkpoint_id)
-        return self._entry(handoff, path), handoff
+        return self._entry(found, path), found
 
     def entries(self) -> list[Entry]:
         """Every checkpoint of the namespace, newest (highest id) first.
@@ -245,7 +233,7 @@ class Namespace:
             if entry is None:
                 path = Path(item.path)
                 try:
-                    entry = self._entry(load(path, follow_symlinks=False, origin="store"), path)
+                    entry = self._entry(read_checkpoint(path), path)
                 except HandoffNotFoundError:
                     continue
                 except HandoffError as exc:
@@ -275,8 +263,8 @@ class Namespace:
         except OSError:
             return False
 
-    def _entry(self, handoff: Handoff, path: Path) -> Entry:
-        record = record_of(handoff, path)
+    def _entry(self, found: CheckpointFile, path: Path) -> Entry:
+        record = found.record
         values = record.get("channel_values")
         blobs = blob_refs(values.values()) if isinstance(values, dict) else frozenset()
         return Entry(
@@ -284,13 +272,18 @@ class Namespace:
             record.get("parent_checkpoint_id"),
             record["metadata"],
             path,
-            handoff.generation,
+            found.generation,
             blobs,
         )
 
     @staticmethod
+    def checkpoint(entry: Entry) -> CheckpointFile:
+        """The verified checkpoint file of *entry*, as the saver reads it (its record)."""
+        return read_checkpoint(entry.path)
+
+    @staticmethod
     def handoff(entry: Entry) -> Handoff:
-        """The verified checkpoint file of *entry*."""
+        """The verified checkpoint file of *entry*, as a whole handoff."""
         return load(entry.path, follow_symlinks=False, origin="store")
 
     def remove(self, doomed: list[Entry], writes_of: Any, damaged: Sequence[Damaged] = ()) -> None:

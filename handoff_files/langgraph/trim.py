@@ -12,7 +12,7 @@ from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import dir_under
 from handoff_files.langgraph.layout import namespace_dirs, writes_files
 from handoff_files.langgraph.saver import HandoffSaver
-from handoff_files.langgraph.store import Namespace, record_of
+from handoff_files.langgraph.store import Namespace
 from handoff_files.langgraph.threads import refuse_delta_prune
 from handoff_files.thread.retention import check_keep
 
@@ -75,7 +75,7 @@ def keep_newest(
             if not entries:
                 continue
             refuse_delta_prune(saver, namespace, entries)
-            record = record_of(namespace.handoff(entries[0]), entries[0].path)
+            record = namespace.checkpoint(entries[0]).record
             doomed = entries[keep:]
             # a file that does not verify, older than the newest kept, is among those pruned
             oldest_kept = min(entry.generation for entry in entries[:keep])

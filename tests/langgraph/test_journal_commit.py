@@ -80,3 +80,45 @@ def test_the_saver_takes_either_durability_and_refuses_another(tmp_path: Path) -
         assert ('"event":"document"' in journal) == (durability == "journal")
     with pytest.raises(HandoffError, match="durability must be one of 'full', 'journal', not 'fast'"):
         HandoffSaver(tmp_path / "x", durability="fast")  # type: ignore[arg-type]
+
+
+_FRESH_READ = """
+import sys
+from handoff_files.format.model import Handoff
+from handoff_files.langgraph import HandoffSaver
+
+saver = HandoffSaver(sys.argv[1])
+config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+found = saver.get_tuple(config)
+listed = list(saver.list(config))
+print(found.checkpoint["channel_values"]["who"], len(listed), Handoff.__pydantic_complete__)
+"""
+
+
+def test_a_fresh_process_reads_checkpoints_without_building_the_handoff_validator(
+    tmp_path: Path, python: str, subprocess_env: dict[str, str]
+) -> None:
+    # the saver reads a checkpoint's record from its strictly parsed, seal-checked bytes: pydantic's
+    # validator for a whole handoff (~5 ms to build in a fresh process) is never built for a read
+    saver = HandoffSaver(tmp_path)
+    stored = _CONFIG
+    for step, who in enumerate(("first", "second")):
+        checkpoint = create_checkpoint(empty_checkpoint(), None, step)
+        checkpoint["channel_values"], checkpoint["channel_versions"] = {"who": who}, {"who": step + 1}
+        stored = saver.put(stored, checkpoint, {"source": "loop", "step": step}, {"who": step + 1})
+    done = subprocess.run(
+        [python, "-c", _FRESH_READ, str(tmp_path)], env=subprocess_env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["second", "2", "False"]
+
+
+def test_a_checkpoint_whose_seal_does_not_match_is_refused_as_the_loader_refuses_it(tmp_path: Path) -> None:
+    saver = HandoffSaver(tmp_path)
+    checkpoint = create_checkpoint(empty_checkpoint(), None, 0)
+    checkpoint["channel_values"], checkpoint["channel_versions"] = {"who": "first"}, {"who": 1}
+    saver.put(_CONFIG, checkpoint, {"source": "loop", "step": 0}, {"who": 1})
+    for name in ("handoff.json", "history/00000001.json"):
+        path = tmp_path / "t" / name
+        path.write_bytes(path.read_bytes().replace(b'"first"', b'"forged"'))
+    with pytest.raises(HandoffError, match="does not match its seal"):
+        HandoffSaver(tmp_path).get_tuple(_CONFIG)
