@@ -289,6 +289,11 @@ def generation(sandbox: Path, thread: str = "threads/importer-fix") -> int:
     return HandoffStore(sandbox / thread).restore().generation
 
 
+def last_line(sandbox: Path, thread: str = "threads/importer-fix") -> bytes:
+    """The last line of *thread*'s journal."""
+    return (sandbox / thread / "journal.jsonl").read_bytes().splitlines()[-1]
+
+
 def narrative(sandbox: Path) -> str:
     """The narrative ``threads/importer-fix`` restores to."""
     return HandoffStore(sandbox / "threads" / "importer-fix").restore().handoff.narrative
@@ -342,6 +347,11 @@ SHELL: Final[dict[str, Line]] = {
         nothing, check=lambda s, _: (s / "threads" / "importer-fix" / "history").is_dir()
     ),
     "handoff save threads/importer-fix content.yaml": Line(with_content, check=lambda s, _: generation(s) == 6),
+    # the full save: its own history/ file is the commit point, so its journal line carries no document
+    "handoff save threads/importer-fix content.yaml --durability full": Line(
+        with_content,
+        check=lambda s, _: generation(s) == 6 and b'"durability":"journal"' not in last_line(s),
+    ),
     # a person at a terminal; $EDITOR and $VISUAL make a real edit
     "handoff edit threads/importer-fix": Line(importer_fix, tty=b"", check=lambda s, _: EDIT[1] in narrative(s)),
     "handoff set threads/importer-fix state.data.ported=40 'state.active_tasks+=port the rest'": Line(
