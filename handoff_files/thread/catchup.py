@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from handoff_files.format.codec import Format
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.copyback import copy_back
@@ -11,18 +13,20 @@ from handoff_files.thread.layout import ThreadDir
 __all__ = ["catch_up", "journal_ahead"]
 
 
-def journal_ahead(layout: ThreadDir) -> bool:
-    """Whether the journal's last save names a generation newer than every file in ``history/``. Reads only.
+def journal_ahead(layout: ThreadDir, fmt: Format = "json") -> bool:
+    """Whether the journal's last save names a generation ``history/`` has no file of. Reads only.
 
     True after a journal-first writer was killed between its commit point and its ``history/`` copy
-    (or after files were removed by hand); reads the journal's last lines and lists ``history/``.
+    (or after a person removed that file): reads the journal's last lines and looks up one name,
+    never a listing of ``history/`` (a saver's thread may keep thousands of files).
     """
     try:
         last, _ = Journal(layout).last(*SAVE_EVENTS)
-        listing = layout.generations()
     except HandoffError:
         return False  # what cannot be read is reported by the reader that needs it
-    return last is not None and last.generation is not None and last.generation > (listing[0][0] if listing else 0)
+    if last is None or last.generation is None:
+        return False
+    return not os.path.lexists(layout.generation_file(last.generation, fmt))
 
 
 def catch_up(layout: ThreadDir, fmt: Format | None = None) -> list[str]:
