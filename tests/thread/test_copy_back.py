@@ -85,8 +85,13 @@ def test_a_rotation_over_exact_copies_decodes_nothing(thread_dir: Path, monkeypa
     for i in range(3):
         store.save(content("alive", i + 1, 0))
     decoded: list[object] = []
-    monkeypatch.setattr(copyback, "decode", lambda *a, **k: decoded.append(a) or pytest.fail("decoded"))
-    monkeypatch.setattr(copyback, "load", lambda *a, **k: decoded.append(a) or pytest.fail("loaded"))
+
+    def read(*args: object, **kwargs: object) -> None:
+        decoded.append(args)
+        pytest.fail("a copy was decoded or loaded")
+
+    monkeypatch.setattr(copyback, "decode", read)
+    monkeypatch.setattr(copyback, "load", read)
     _rotate_every_append(monkeypatch)
     for _ in range(2):
         with store.locked():
