@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, parse_json
@@ -28,8 +28,8 @@ from handoff_files.foundation.errors import HandoffError, UnsupportedVersionErro
 
 __all__ = ["FORMAT", "CheckpointFile", "read_checkpoint", "record_in"]
 
-#: The LangGraph record's format version this release writes and reads.
-FORMAT = 1
+#: The version of the LangGraph record inside a checkpoint file this release writes; a newer one is refused.
+FORMAT: Final = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,6 @@ from handoff_files.thread.store import HandoffStore
 
 __all__ = ["AGENT_ID", "FORMAT", "Entry", "Namespace", "Top", "record_of"]
 
-#: The version of the LangGraph record inside a checkpoint file; a newer one is refused.
 #: The agent id the saver writes in every checkpoint's envelope.
 AGENT_ID: Final = "langgraph"
 #: ``keep=None``: every checkpoint stays (history is pruned only by ``prune`` and ``delete_*``).
