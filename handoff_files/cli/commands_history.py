@@ -38,7 +38,7 @@ def register(add: Add) -> None:
         "diff",
         cmd_diff,
         "show what changed in the layers between two generations kept in history/ (default: the newest and "
-        "the one before it; history/ keeps the newest 10 by default)",
+        "the one before it; history/ keeps the newest 10 by default, a LangGraph saver every checkpoint)",
     )
     p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument(

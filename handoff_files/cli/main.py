@@ -44,6 +44,8 @@ _JSON_HELP: Final = "print machine-readable JSON (docs/cli-json.md)"
 _VERSION_HELP: Final = "show program's version number and exit"  # argparse's own words for its version action
 # history/'s default size (thread.history.DEFAULT_KEEP; a test keeps them equal): the parser imports no store
 _KEEP: Final = 10
+# what history/ keeps by default, true of a plain thread and of a LangGraph saver's (HandoffSaver keeps every one)
+_KEPT: Final = f"history/ keeps the newest {_KEEP} by default; a LangGraph saver every checkpoint"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -173,7 +175,7 @@ def _add_file_commands(add: Add) -> None:
         "--generation",
         type=positive,
         metavar="N",
-        help=f"generation N as history/ keeps it, verified (history/ keeps the newest {_KEEP} by default)",
+        help=f"generation N as history/ keeps it, verified ({_KEPT})",
     )
 
     p = add(
@@ -277,8 +279,7 @@ def _add_care_commands(add: Add) -> None:
     p = add(
         "history",
         _handler("commands", "history"),
-        f"list a thread's generations, newest first, each verified; * marks the one a restore returns "
-        f"(history/ keeps the newest {_KEEP} by default)",
+        f"list a thread's generations, newest first, each verified; * marks the one a restore returns ({_KEPT})",
     )
     p.add_argument("dir", metavar="THREAD", help="thread directory")
 

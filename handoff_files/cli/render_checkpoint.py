@@ -16,6 +16,8 @@ __all__ = ["checkpoint_lines"]
 PIPE_WIDTH: Final = 80
 #: Subgraph namespaces listed one per line; past this many, the rest are counted.
 _SUBGRAPHS_SHOWN: Final = 8
+#: A next node's status in words: a task that already wrote ran from this checkpoint, the graph went on.
+_STATUS_WORDS: Final = {"finished": "ran from this checkpoint: its writes are pending"}
 
 
 def _value(prefix: str, value: Preview, width: int) -> list[str]:
@@ -51,9 +53,11 @@ def _head(view: CheckpointView, t: Terminal) -> list[str]:
     if view.next is None:
         nexts = "unknown (the checkpoint is stored as typed bytes)"
     elif not view.next:
-        nexts = "(none: the graph has finished)"
+        nexts = "nothing (the graph finished)"
     else:
-        nexts = ", ".join(f"{n.name} ({n.status})" if n.status else n.name for n in view.next)
+        nexts = ", ".join(
+            f"{n.name} ({_STATUS_WORDS.get(n.status, n.status)})" if n.status else n.name for n in view.next
+        )
     out += fit("  next: ", nexts, t)
     if view.checkpoints is not None:
         kept = f"{view.checkpoints} checkpoint{'s' if view.checkpoints != 1 else ''} in history/"
