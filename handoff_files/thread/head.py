@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Final
 
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.mirror import Mirror, read_mirror
@@ -13,8 +14,11 @@ from handoff_files.thread.settings import ThreadSettings
 __all__ = ["Head", "HeadTracker", "find_head"]
 
 # what identifies the disk a store wrote last: the primary's and the journal's inode, mtime and
-# size, and the newest generation listed
-_Key = tuple[tuple[int, int, int], tuple[int, int, int], int]
+# size, and whether history/ holds a file of the generation after the head (either format)
+_Key = tuple[tuple[int, int, int], tuple[int, int, int], bool]
+#: The saves a store's own listing of ``history/`` is kept through before it lists the folder again
+#: (a file another process added under an older number, say by a repair, is seen by then).
+RELIST_EVERY: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,48 +75,82 @@ class HeadTracker:
     def __init__(self, thread: ThreadSettings) -> None:
         self._thread = thread
         self._cache: tuple[_Key, Head] | None = None
+        # history/ as this store's last save left it, and the saves since it was last listed
+        self._listing: list[tuple[int, str]] | None = None
+        self._kept_for = 0
+        self._as_left: bool | None = None  # what listing() found, for the current() that follows it
         #: Whether the last :meth:`current` found the files as this store left them (nobody else
         #: wrote since its own last save, so what that save checked still holds).
         self.unchanged = False
+
+    def listing(self) -> list[tuple[int, str]]:
+        """``history/``'s generation files, newest first (call under the writers' lock).
+
+        As this store's last save left them while the files are as it left them (see
+        :meth:`current`), for up to :data:`RELIST_EVERY` saves; else listed: a thread that keeps
+        every generation (a LangGraph saver's) would otherwise list thousands of names per save.
+
+        :raises HandoffError: if ``history/`` exists but cannot be listed.
+        """
+        self._as_left = self._is_as_left()  # current() right after uses it: one look at the files per save
+        if self._listing is not None and self._kept_for < RELIST_EVERY and self._as_left:
+            return self._listing
+        self._listing = None
+        return self._thread.layout.generations()
 
     def current(self, listing: list[tuple[int, str]]) -> Head:
         """The head the next save chains from (call under the writers' lock).
 
         The head this store wrote last is reused while the primary and the journal are the same
-        files (inode, mtime, size) and ``history/`` holds no newer generation; otherwise the disk
-        is scanned. The journal counts: a journal-first save commits there alone, and a writer
-        killed just after its commit point leaves the primary and ``history/`` as they were.
+        files (inode, mtime, size) and ``history/`` holds no file of the generation after it;
+        otherwise the disk is scanned. The journal counts: a journal-first save commits there
+        alone, and a writer killed just after its commit point leaves the primary and ``history/``
+        as they were; a full save killed after its commit point leaves that next file.
 
-        :param listing: ``history/``'s generation files, newest first (:meth:`ThreadDir.generations`).
+        :param listing: ``history/``'s generation files, newest first (:meth:`listing`).
         :returns: the head.
         :raises HandoffError: if the disk must be scanned and cannot be read.
         """
-        self.unchanged = False
-        if self._cache is not None:
-            newest_listed = listing[0][0] if listing else 0
-            if self._cache[0] == self._key(newest_listed):
-                self.unchanged = True
-                return self._cache[1]
+        as_left = self._is_as_left() if self._as_left is None else self._as_left
+        self._as_left = None
+        newest_listed = listing[0][0] if listing else 0
+        self.unchanged = self._cache is not None and as_left and newest_listed <= self._cache[1].generation
+        if self._cache is not None and self.unchanged:
+            return self._cache[1]
         return find_head(self._thread)
 
-    def remember(self, head: Head) -> None:
+    def remember(self, head: Head, before: list[tuple[int, str]] | None = None) -> None:
         """Keep *head*, which this store just wrote, keyed by the primary it wrote.
 
         :param head: the head after the save.
+        :param before: ``history/``'s listing the save was given, when the save wrote only its own
+            generation's file there (and pruned past ``keep``): kept as the next save's listing.
         """
         key = self._key(head.generation)
         # a file that cannot be seen: the save is durable; the next one just scans the disk again
         self._cache = None if key is None else (key, head)
+        if before is None or key is None:
+            self._listing = None
+            return
+        name = self._thread.layout.generation_file(head.generation, self._thread.format).name
+        self._kept_for = self._kept_for + 1 if self._listing is not None else 1
+        self._listing = [(head.generation, name), *before][: self._thread.keep]
 
-    def _key(self, newest_listed: int) -> _Key | None:
-        """The primary's and the journal's identity, with the newest generation listed (None: unseen)."""
+    def _is_as_left(self) -> bool:
+        """Whether the primary, the journal and ``history/``'s next name are as this store's last save left them."""
+        return self._cache is not None and self._cache[0] == self._key(self._cache[1].generation)
+
+    def _key(self, generation: int) -> _Key | None:
+        """The primary's and the journal's identity, and whether a file of the generation after *generation* exists."""
+        layout = self._thread.layout
         try:
             primary = os.lstat(self._thread.primary)
-            journal = os.lstat(self._thread.layout.journal)
+            journal = os.lstat(layout.journal)
         except OSError:
             return None  # scan the disk, which names what is wrong
+        after = any(os.path.lexists(layout.generation_file(generation + 1, fmt)) for fmt in ("json", "yaml"))
         return (
             (primary.st_ino, primary.st_mtime_ns, primary.st_size),
             (journal.st_ino, journal.st_mtime_ns, journal.st_size),
-            newest_listed,
+            after,
         )

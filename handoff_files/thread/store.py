@@ -203,7 +203,7 @@ class HandoffStore:
             if self._temps_left:  # a dead writer's leftovers; under the lock none can be live
                 self.layout.remove_stray_temps()
                 self._temps_left = False
-            listing = self.layout.generations()
+            listing = self._heads.listing()
             return self._save_locked(layers, self._heads.current(listing), listing, durability=mode)
 
     def update(self, change: Callable[[Restored | None], Handoff | HandoffContent | Mapping[str, Any]]) -> SaveReceipt:
@@ -335,8 +335,7 @@ class HandoffStore:
     ) -> SaveReceipt:
         """Commit the generation after *head* (call under the lock) and remember the new head."""
         mode = durability or self.durability
-        if not self._heads.unchanged:
-            # the thread's kind, checked unless this store's own last save left the files as they are
+        if not self._heads.unchanged:  # the kind, unless this store's last save left the files as they are
             is_saver = head.agent_id == SAVER_AGENT_ID  # else a plain thread's save reads no generation
             refuse_plain_write(self.layout, self._thread.kind, event, newest_may_be_a_checkpoint=is_saver)
         from handoff_files.thread.commit import commit  # noqa: PLC0415 -- a save's module: a restore never loads it
@@ -344,7 +343,8 @@ class HandoffStore:
         receipt, new_head = commit(
             self._thread, layers, head, listing, lineage=lineage, after=after, event=event, durability=mode
         )
-        self._heads.remember(new_head)
+        ahead = head.generation > (listing[0][0] if listing else 0)  # commit copied generations back: list again
+        self._heads.remember(new_head, None if ahead or receipt.unfinished else listing)
         return receipt
 
     # -- reading -----------------------------------------------------------------------------
