@@ -59,6 +59,7 @@ def load(
     follow_symlinks: bool = True,
     written: Callable[[], Stamp | None] | None = None,
     origin: Origin = "file",
+    sealing: Callable[[], str | None] | None = None,
 ) -> Handoff:
     """Load one handoff file: parse strictly, check the version, verify, migrate, validate.
 
@@ -73,6 +74,9 @@ def load(
         was rewritten (an edit), one that still matches is damaged. Without it, or when it gives
         None, the content alone decides (see :data:`Origin`).
     :param origin: who may have written the file (see :data:`Origin`).
+    :param sealing: when the file does not verify, gives what accepts a person's change in place of
+        ``handoff seal`` (a thread whose generations only its program writes refuses it), or None
+        for ``handoff seal``; called only then.
     :returns: the verified handoff.
     :raises HandoffNotFoundError: no such file.
     :raises HandoffParseError: not strict JSON / safe YAML, or too large, deep or malformed.
@@ -87,7 +91,9 @@ def load(
     target = Path(path)
     data, st = read_bytes(target, MAX_FILE_BYTES, follow_symlinks=follow_symlinks)
     stamp = (st.st_size, st.st_mtime_ns)
-    return decode(data, target, assume_version=assume_version, stamp=stamp, written=written, origin=origin)
+    return decode(
+        data, target, assume_version=assume_version, stamp=stamp, written=written, origin=origin, sealing=sealing
+    )
 
 
 def decode(
@@ -99,6 +105,7 @@ def decode(
     stamp: Stamp | None = None,
     written: Callable[[], Stamp | None] | None = None,
     origin: Origin = "file",
+    sealing: Callable[[], str | None] | None = None,
 ) -> Handoff:
     """Decode and verify handoff bytes as :func:`load` does (*path* is only named in errors).
 
@@ -106,10 +113,12 @@ def decode(
         gives every file a new one); kept so callers that pass it still work.
     :param stamp: the file's size and mtime (ns) now, compared with *written* (see :func:`load`).
     :param origin: who may have written the bytes (see :data:`Origin`).
+    :param sealing: what accepts a person's change instead of ``handoff seal`` (see :func:`load`).
     """
     cause = functools.partial(_cause, origin=origin, stamp=stamp, written=written)
+    advice = functools.partial(_advice, sealing)
     with collector_paused():  # the p99 of a large load is the collector's (see foundation/collector.py)
-        return _decode(data, path, cause=cause, origin=origin, assume_version=assume_version)
+        return _decode(data, path, cause=cause, origin=origin, assume_version=assume_version, advice=advice)
 
 
 def _decode(
@@ -119,6 +128,7 @@ def _decode(
     cause: Callable[[], _Cause],
     origin: Origin,
     assume_version: str | None,
+    advice: Callable[[str], str],
 ) -> Handoff:
     document = _parse_named(data, path)
     assumed = assume_version is not None and "schema_version" not in document
@@ -146,11 +156,11 @@ def _decode(
         return handoff
     how = cause()
     if sealed is None:
-        _refuse_unsealed(document, path, handoff, how=how, origin=origin)
+        _refuse_unsealed(document, path, handoff, how=how, origin=origin, advice=advice)
     if how == "edited":
-        msg = "edited after sealing: the seal no longer matches; `handoff seal` accepts the edit"
+        msg = f"edited after sealing: the seal no longer matches; {advice('`handoff seal` accepts the edit')}"
         raise UnsealedEditError(path, msg, handoff)
-    raise ChecksumMismatchError(path, _damage(document, how=how, origin=origin))
+    raise ChecksumMismatchError(path, _damage(document, how=how, origin=origin, advice=advice))
 
 
 def _parse_named(data: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -176,12 +186,24 @@ def _parse_named(data: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
         raise  # JSON after all (a document that is not a mapping): YAML's reason stands
 
 
+def _advice(sealing: Callable[[], str | None] | None, default: str) -> str:
+    """What accepts a person's change: *default* (``handoff seal`` …), or what *sealing* gives instead."""
+    instead = sealing() if sealing is not None else None
+    return instead or default
+
+
 def _refuse_unsealed(
-    document: dict[str, Any], path: str | os.PathLike[str], handoff: Handoff, *, how: _Cause, origin: Origin
+    document: dict[str, Any],
+    path: str | os.PathLike[str],
+    handoff: Handoff,
+    *,
+    how: _Cause,
+    origin: Origin,
+    advice: Callable[[str], str],
 ) -> NoReturn:
     """Refuse a valid document with no seal: written by hand (an edit), or a store's file cut short (damage)."""
     if (how == "edited" and origin == "edit") or (how == "unknown" and any(key in document for key in _LAYERS)):
-        msg = "valid handoff with no seal (written or edited by hand); `handoff seal` accepts it"
+        msg = f"valid handoff with no seal (written or edited by hand); {advice('`handoff seal` accepts it')}"
         raise UnsealedEditError(path, msg, handoff)
     if origin == "store":
         msg = "no seal, in a copy only handoff writes (it always seals them): corrupt"
@@ -191,23 +213,22 @@ def _refuse_unsealed(
         why = "and no layers: only the envelope a store writes before its seal, so it was cut short"
     else:  # the thread's record of its primary: the store always writes a seal there
         why = "and the file was " + ("rewritten without one (truncated?)" if how == "edited" else "not rewritten")
-    msg = f"no seal, {why}: corrupt (if you wrote it by hand, `handoff seal` shows it and asks before it accepts it)"
+    by_hand = advice("if you wrote it by hand, `handoff seal` shows it and asks before it accepts it")
+    msg = f"no seal, {why}: corrupt ({by_hand})"
     raise ChecksumMismatchError(path, msg)
 
 
-def _damage(document: dict[str, Any], *, how: _Cause, origin: Origin) -> str:
+def _damage(document: dict[str, Any], *, how: _Cause, origin: Origin, advice: Callable[[str], str]) -> str:
     """Why a document whose seal does not match is damaged, and what to do (a message)."""
     if origin == "store":
         head, why = "content does not match its seal", "a copy only handoff writes, never a person: damaged, not edited"
     elif how == "damaged":
         head = "content does not match its seal and the file was not rewritten after sealing"
-        why = "if you edited it on purpose, `handoff seal` shows the change and asks before it accepts it"
+        why = advice("if you edited it on purpose, `handoff seal` shows the change and asks before it accepts it")
     else:
         head = "content does not match its seal"
-        why = (
-            "a file on its own keeps no record of its writing, so a mismatch is never taken for an edit; "
-            "a change to a thread's primary is told exactly: `handoff seal THREAD` shows it and asks"
-        )
+        told = advice("a change to a thread's primary is told exactly: `handoff seal THREAD` shows it and asks")
+        why = f"a file on its own keeps no record of its writing, so a mismatch is never taken for an edit; {told}"
     seal_hurt = _seal_damage(document)
     return f"{head}: corrupt ({seal_hurt + '; ' if seal_hurt else ''}{why})"
 

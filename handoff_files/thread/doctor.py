@@ -16,6 +16,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, 
 from handoff_files.thread.findings import Finding, Level, Repairing, failed, not_written
 from handoff_files.thread.journal import SAVE_EVENTS, Entry
 from handoff_files.thread.journalcheck import check_journal, note
+from handoff_files.thread.kind import sealing_advice
 from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
 from handoff_files.thread.locate import thread_of
 from handoff_files.thread.mirror import primary_stamp, read_mirror
@@ -166,7 +167,8 @@ def _read_primary(store: HandoffStore) -> tuple[Handoff | None, str]:
     """The primary if it loads, else what is wrong with it."""
     name = store.primary.name
     try:
-        return load(store.primary, follow_symlinks=False, written=primary_stamp(store.layout.mirror)), ""
+        written, sealing = primary_stamp(store.layout.mirror), sealing_advice(store.layout)
+        return load(store.primary, follow_symlinks=False, written=written, sealing=sealing), ""
     except HandoffNotFoundError:
         return None, f"{name} is missing"
     except HandoffError as exc:

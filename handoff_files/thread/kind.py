@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Literal
 
@@ -14,11 +15,13 @@ from handoff_files.thread.layout import ThreadDir
 __all__ = [
     "KINDS",
     "LANGGRAPH",
+    "SAVER_FOLDERS",
     "Kind",
     "ThreadKindError",
     "check_kind",
     "refuse_plain_write",
     "saver_root",
+    "sealing_advice",
     "thread_kind",
 ]
 
@@ -29,11 +32,21 @@ LANGGRAPH: Final = "langgraph"
 KINDS: Final[tuple[Kind, ...]] = (LANGGRAPH,)
 #: The agent id HandoffSaver writes in every checkpoint's envelope (its ``AGENT_ID``).
 SAVER_AGENT_ID: Final = "langgraph"
+#: The folders a saver's thread holds beside the thread's own files: pending writes, large values,
+#: subgraph namespaces (the langgraph layer's ``WRITES_DIR``, ``BLOBS_DIR``, ``NAMESPACES_DIR``: a
+#: test keeps them equal).
+SAVER_FOLDERS: Final = frozenset({"writes", "blobs", "namespaces"})
 # an older thread's newest checkpoint files tried, newest first, when one does not verify
 _LOOKED_AT: Final = 3
 
 _INSTEAD: Final = (
     "change the graph's state through LangGraph (`graph.update_state(config, values)`) and read it with `handoff show`"
+)
+#: What mends a hand-edited (or unsealed) primary of a saver's thread, said where a plain thread's
+#: advice is `handoff seal` (which a saver's thread refuses: see _WHY["seal"]).
+SAVER_SEALING: Final = (
+    "a LangGraph checkpoint is not sealed by hand: `handoff doctor --repair` puts back the saver's copy from "
+    "history/, and `graph.update_state(config, values)` changes the graph's state"
 )
 # a refusal names the write by its verb; a commit names it by its journal event
 _ACTIONS: Final = {"saved": "save", "sealed": "seal", "adopted": "adopt", "migrated": "migrate"}
@@ -105,6 +118,15 @@ def thread_kind(layout: ThreadDir, *, newest_may_be_a_checkpoint: bool = True) -
         is_checkpoint = isinstance(record, dict) and isinstance(record.get("format"), int)
         return LANGGRAPH if handoff.agent_id == SAVER_AGENT_ID and is_checkpoint else None
     return None
+
+
+def sealing_advice(layout: ThreadDir) -> Callable[[], str | None]:
+    """What accepts a person's change to *layout*'s primary, for the loader (``sealing``): asked only when needed.
+
+    :returns: a function giving :data:`SAVER_SEALING` on a LangGraph saver's thread, None on a plain
+        one (the loader then says ``handoff seal``); it reads the thread's kind when called.
+    """
+    return lambda: SAVER_SEALING if thread_kind(layout) == LANGGRAPH else None
 
 
 def refuse_plain_write(

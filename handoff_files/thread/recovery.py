@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
+# a LangGraph checkpoint's source as its metadata says it ("input", "loop", "update", "fork")
+_SOURCE: Final = re.compile(r"[a-z_]{1,32}")
 #: How many times a restore looks when the channels seem ahead of every file, and the pause
 #: between looks (a concurrent save finishes its writes within milliseconds).
 _LOOKS: Final = 3
@@ -152,7 +154,7 @@ def _cross_check(newest: Restored, mirror: Mirror | None, last: Entry | None) ->
 
 
 def summary_fields(document: dict[str, Any]) -> dict[str, Any]:
-    """The plain-words summary a journal "saved" line carries: first sentence, next step.
+    """The plain-words summary a journal "saved" line carries: first sentence (a checkpoint: its step), next step.
 
     :param document: a handoff document (JSON mode).
     :returns: ``summary``, ``first_sentence`` and ``next`` (the first priority, or None).
@@ -161,10 +163,31 @@ def summary_fields(document: dict[str, Any]) -> dict[str, Any]:
     first = _SENTENCE_END.split(narrative, maxsplit=1)[0][:300] if narrative else ""
     priorities = document.get("priorities") or []
     top = priorities[0] if priorities else None
-    summary = first or "(no narrative)"
+    # a LangGraph saver's checkpoint says its step and source first, then any narrative its state carries
+    summary = ": ".join(part for part in (_checkpoint_words(document), first) if part) or "(no narrative)"
     if top:
         summary += f" Next: {top['task']}"
     return {"summary": summary, "first_sentence": first, "next": top}
+
+
+def _checkpoint_words(document: dict[str, Any]) -> str:
+    """A LangGraph saver's checkpoint in words (``checkpoint step 1 (loop)``); "" for any other document.
+
+    Reads the plain JSON metadata the saver records in ``state.data.langgraph`` (typed metadata
+    is never decoded: it is then just "checkpoint").
+    """
+    state = document.get("state")
+    data = state.get("data") if isinstance(state, dict) else None
+    record = data.get("langgraph") if isinstance(data, dict) else None
+    if not isinstance(record, dict) or not isinstance(record.get("format"), int):
+        return ""
+    metadata = record.get("metadata")
+    fields = metadata.get("json") if isinstance(metadata, dict) else None
+    if not isinstance(fields, dict):
+        return "checkpoint"
+    step, source = fields.get("step"), fields.get("source")
+    words = f"checkpoint step {step}" if isinstance(step, int) and not isinstance(step, bool) else "checkpoint"
+    return f"{words} ({source})" if isinstance(source, str) and _SOURCE.fullmatch(source) else words
 
 
 def _rebuild(mirror: Mirror, last: Entry | None) -> tuple[Handoff | None, str | None]:

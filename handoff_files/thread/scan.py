@@ -14,7 +14,8 @@ from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, 
 from handoff_files.foundation.lock import try_writer_lock
 from handoff_files.thread.identity import Identity
 from handoff_files.thread.journal import SAVE_EVENTS, Entry, Journal
-from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
+from handoff_files.thread.kind import sealing_advice
+from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import Mirror, primary_stamp
 from handoff_files.thread.results import Restored
 from handoff_files.thread.settings import ThreadSettings
@@ -230,7 +231,8 @@ def _read_primary(path: Path, problems: list[str]) -> tuple[Restored | None, Pri
     """
     try:
         written = primary_stamp(path.parent / MIRROR_NAME)
-        primary = Restored(load(path, follow_symlinks=False, written=written), "primary", path)
+        sealing = sealing_advice(ThreadDir(path.parent))
+        primary = Restored(load(path, follow_symlinks=False, written=written, sealing=sealing), "primary", path)
     except HandoffNotFoundError:
         problems.append(f"{path.name} is missing")
         return None, "missing", None, 0

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from handoff_files.foundation.commandline import suggest
 from handoff_files.thread.findings import Finding, Repairing
+from handoff_files.thread.kind import LANGGRAPH, SAVER_FOLDERS, thread_kind
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir, name_some
 
 __all__ = ["check_modes", "check_temps"]
@@ -27,6 +28,8 @@ def check_modes(layout: ThreadDir, findings: list[Finding], repairing: Repairing
     :raises HandoffError: if the thread directory or ``history/`` cannot be listed.
     """
     own, others = layout.entries()
+    if others and thread_kind(layout) == LANGGRAPH:  # a saver's own folders: its checkup reads them
+        others = [path for path in others if not _saver_folder(layout.path, path)]
     _check_folder(layout.path, findings)
     wide: list[tuple[Path, int, int]] = []
     for path in own:
@@ -59,6 +62,11 @@ def check_modes(layout: ThreadDir, findings: list[Finding], repairing: Repairing
         count = f"{len(names)} other entr{'y' if len(names) == 1 else 'ies'}"
         what = f"{count} beside the thread's files: {name_some(names)}"
         findings.append(Finding("ok", what, "not the thread's: the doctor never changes them"))
+
+
+def _saver_folder(thread: Path, path: Path) -> bool:
+    """Whether *path* is one of a LangGraph saver's folders in its thread (a real folder, not a link)."""
+    return path.parent == thread and path.name in SAVER_FOLDERS and path.is_dir() and not path.is_symlink()
 
 
 def _link_note(path: Path) -> str:

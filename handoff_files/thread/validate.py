@@ -11,6 +11,7 @@ from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import is_real_dir, lexists
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.thread.kind import sealing_advice
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.locate import primary_of, record_of
 
@@ -67,10 +68,13 @@ def _verify(path: Path, assume_version: str | None) -> Handoff:
     # too long) is a HandoffError for this path, where is_dir() lets a bare OSError end the run;
     # the directory itself may be a symlink, as a store opened on it follows one
     if not is_real_dir(path, follow_symlinks=True):
-        return load(path, assume_version=assume_version, written=record_of(path))
+        written = record_of(path)  # a thread's primary named by its file: judged as its thread judges it
+        sealing = sealing_advice(ThreadDir(path.parent)) if written is not None else None
+        return load(path, assume_version=assume_version, written=written, sealing=sealing)
     # the thread's files are never followed out of it (see HandoffStore): a link in the primary's place is refused
     primary = primary_of(path)
     hint = "" if lexists(primary) else ThreadDir(path).not_a_thread()
     if hint:
         raise HandoffNotFoundError(path, hint)
-    return load(primary, assume_version=assume_version, follow_symlinks=False, written=record_of(primary))
+    written, sealing = record_of(primary), sealing_advice(ThreadDir(path))
+    return load(primary, assume_version=assume_version, follow_symlinks=False, written=written, sealing=sealing)

@@ -17,6 +17,9 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from handoff_files.langgraph import HandoffSaver
+from handoff_files.langgraph.blobs import BLOBS_DIR
+from handoff_files.langgraph.layout import NAMESPACES_DIR, WRITES_DIR
+from handoff_files.thread.kind import SAVER_FOLDERS
 from tests.cli.shell import handoff
 
 
@@ -138,3 +141,7 @@ def test_show_of_a_checkpoint_whose_node_already_ran_says_so_plainly(
     assert done.returncode == 0, done.stderr
     assert "(finished)" not in done.stdout, done.stdout
     assert "  next: inc (ran from this checkpoint: its writes are pending)\n" in done.stdout, done.stdout
+
+
+def test_the_thread_layers_list_of_saver_folders_is_the_savers_own() -> None:
+    assert {WRITES_DIR, BLOBS_DIR, NAMESPACES_DIR} == SAVER_FOLDERS
