@@ -16,7 +16,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, 
 from handoff_files.thread.findings import Finding, Level, Repairing, failed, not_written
 from handoff_files.thread.journal import SAVE_EVENTS, Entry
 from handoff_files.thread.journalcheck import check_journal, note
-from handoff_files.thread.kind import sealing_advice
+from handoff_files.thread.kind import LANGGRAPH, SAVER_LOST, sealing_advice, thread_kind
 from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
 from handoff_files.thread.locate import thread_of
 from handoff_files.thread.mirror import primary_stamp, read_mirror
@@ -144,15 +144,10 @@ def _check_generations(
         ahead = 0
     if newest is not None and ahead > newest.generation:
         # state.json holds the only exact copy of a newer generation: never repair backwards
-        findings.append(
-            Finding(
-                repairing.unrepairable(),
-                f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost",
-                f"{suggest('handoff', 'seal', store.path)} seals the rebuilt handoff (state exact) "
-                f"as generation {ahead + 1}",
-                kind="mirror",
-            )
-        )
+        rebuild = f"{suggest('handoff', 'seal', store.path)} seals the rebuilt handoff (state exact) as generation"
+        advice = SAVER_LOST if thread_kind(store.layout) == LANGGRAPH else f"{rebuild} {ahead + 1}"
+        what = f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost"
+        findings.append(Finding(repairing.unrepairable(), what, advice, kind="mirror"))
         newest = None
     start = len(findings)
     _check_primary(store, primary, primary_problem, newest, findings, repairing=repairing)

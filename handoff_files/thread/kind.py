@@ -16,6 +16,8 @@ __all__ = [
     "KINDS",
     "LANGGRAPH",
     "SAVER_FOLDERS",
+    "SAVER_LOST",
+    "SAVER_SEALING",
     "Kind",
     "ThreadKindError",
     "check_kind",
@@ -47,6 +49,11 @@ _INSTEAD: Final = (
 SAVER_SEALING: Final = (
     "a LangGraph checkpoint is not sealed by hand: `handoff doctor --repair` puts back the saver's copy from "
     "history/, and `graph.update_state(config, values)` changes the graph's state"
+)
+#: What to do when a saver's newest checkpoint survives only in state.json (a plain thread seals a rebuilt one).
+SAVER_LOST: Final = (
+    "the graph resumes from its newest checkpoint that verifies; the lost one's state is exact in state.json: "
+    "set it again with `graph.update_state(config, values)`"
 )
 # a refusal names the write by its verb; a commit names it by its journal event
 _ACTIONS: Final = {"saved": "save", "sealed": "seal", "adopted": "adopt", "migrated": "migrate"}

@@ -145,3 +145,18 @@ def test_show_of_a_checkpoint_whose_node_already_ran_says_so_plainly(
 
 def test_the_thread_layers_list_of_saver_folders_is_the_savers_own() -> None:
     assert {WRITES_DIR, BLOBS_DIR, NAMESPACES_DIR} == SAVER_FOLDERS
+
+
+def test_doctor_on_a_checkpoint_only_state_json_holds_never_advises_a_seal(
+    copied: Path, subprocess_env: dict[str, str]
+) -> None:
+    (copied / "history" / "00000003.json").unlink()
+    (copied / "handoff.json").unlink()
+    journal = copied / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    journal.write_text("".join(line for line in lines if json.loads(line)["generation"] != 3), encoding="utf-8")
+    done = handoff("doctor", copied, env=subprocess_env)
+    assert "generation 3 survives only in state.json" in done.stdout, done.stdout
+    assert "handoff seal" not in done.stdout, done.stdout
+    assert "the graph resumes from its newest checkpoint that verifies" in done.stdout, done.stdout
+    assert "graph.update_state" in done.stdout, done.stdout
