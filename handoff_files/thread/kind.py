@@ -10,7 +10,7 @@ from typing import Final, Literal
 from handoff_files.format.loader import load
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError, ThreadKindError
 from handoff_files.thread.journal import first_entry
-from handoff_files.thread.layout import ThreadDir
+from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
 
 __all__ = [
     "KINDS",
@@ -21,6 +21,7 @@ __all__ = [
     "Kind",
     "ThreadKindError",
     "check_kind",
+    "file_sealing_advice",
     "refuse_plain_write",
     "saver_root",
     "sealing_advice",
@@ -134,6 +135,12 @@ def sealing_advice(layout: ThreadDir) -> Callable[[], str | None]:
         one (the loader then says ``handoff seal``); it reads the thread's kind when called.
     """
     return lambda: SAVER_SEALING if thread_kind(layout) == LANGGRAPH else None
+
+
+def file_sealing_advice(path: Path) -> Callable[[], str | None]:
+    """:func:`sealing_advice` for a file named alone: the thread it is in, as its primary or in ``history/``."""
+    folder = path.parent.parent if path.parent.name == HISTORY_DIR else path.parent
+    return sealing_advice(ThreadDir(folder))
 
 
 def refuse_plain_write(

@@ -11,6 +11,7 @@ from handoff_files.format.loader import load
 from handoff_files.foundation.atomic import Stamp
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.thread.history import find_generation, load_generation
+from handoff_files.thread.kind import file_sealing_advice
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import MigrationReport, Restored
@@ -58,7 +59,9 @@ def open_handoff(
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)
-    return Restored(load(target, assume_version=assume_version, written=record_of(target)), "file", target)
+    sealing = file_sealing_advice(target)  # a file of a LangGraph saver's thread is never sealed by hand
+    handoff = load(target, assume_version=assume_version, written=record_of(target), sealing=sealing)
+    return Restored(handoff, "file", target)
 
 
 def record_of(path: Path) -> Callable[[], Stamp | None] | None:

@@ -11,7 +11,7 @@ from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import is_real_dir, lexists
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
-from handoff_files.thread.kind import sealing_advice
+from handoff_files.thread.kind import file_sealing_advice, sealing_advice
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.locate import primary_of, record_of
 
@@ -68,9 +68,8 @@ def _verify(path: Path, assume_version: str | None) -> Handoff:
     # too long) is a HandoffError for this path, where is_dir() lets a bare OSError end the run;
     # the directory itself may be a symlink, as a store opened on it follows one
     if not is_real_dir(path, follow_symlinks=True):
-        written = record_of(path)  # a thread's primary named by its file: judged as its thread judges it
-        sealing = sealing_advice(ThreadDir(path.parent)) if written is not None else None
-        return load(path, assume_version=assume_version, written=written, sealing=sealing)
+        # a thread's file named alone: judged as its thread judges it (a saver's is never sealed by hand)
+        return load(path, assume_version=assume_version, written=record_of(path), sealing=file_sealing_advice(path))
     # the thread's files are never followed out of it (see HandoffStore): a link in the primary's place is refused
     primary = primary_of(path)
     hint = "" if lexists(primary) else ThreadDir(path).not_a_thread()

@@ -160,3 +160,24 @@ def test_doctor_on_a_checkpoint_only_state_json_holds_never_advises_a_seal(
     assert "handoff seal" not in done.stdout, done.stdout
     assert "the graph resumes from its newest checkpoint that verifies" in done.stdout, done.stdout
     assert "graph.update_state" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "kept"),
+    [
+        pytest.param("show", False, id="show-the-primary-named-by-its-file"),
+        pytest.param("validate", False, id="validate-the-primary-named-by-its-file"),
+        pytest.param("show", True, id="show-a-displaced-copy-in-history"),
+    ],
+)
+def test_a_checkpoint_file_named_alone_is_never_told_to_be_sealed(
+    copied: Path, subprocess_env: dict[str, str], command: str, *, kept: bool
+) -> None:
+    _edit_primary(copied, drop_seal=False)
+    target = copied / "handoff.json"
+    if kept:  # as the saver's next checkpoint keeps a primary that did not verify
+        target = target.rename(copied / "history" / "displaced-20260101T000000000000Z.json")
+    done = handoff(command, target, env=subprocess_env)
+    assert done.returncode == 1, done.stdout
+    assert "handoff seal" not in done.stderr, done.stderr
+    assert "graph.update_state" in done.stderr, done.stderr
