@@ -145,7 +145,7 @@ def _graph(root: Path) -> tuple[Path, object]:
     checkpoint["channel_versions"] = {"n": 3}
     config = saver.put(_GRAPH, checkpoint, {"run_id": "run-2"}, {})
     saver.put_writes(config, [("n", 3), ("note", "gen 2")], task_id="task")
-    [path] = (root / "t" / "writes").iterdir()
+    [path] = (root / "t" / "writes").glob("*.jsonl")
     return path.relative_to(root.parent), _pending(root)
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.langgraph.blobs import BLOBS_DIR, unstash
-from handoff_files.langgraph.layout import WRITES_DIR, read_writes
+from handoff_files.langgraph.layout import WRITES_DIR, read_writes, writes_owner
+from handoff_files.langgraph.spares import SPARES_DIR
 from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.findings import Finding
 
@@ -39,7 +40,8 @@ def _writes(ns_dir: Path) -> list[Finding]:
         return []
     except OSError as exc:
         return [Finding("error", f"{folder}: cannot list the pending writes: {exc.strerror or exc}", kind="writes")]
-    bad = []
+    bad = _spares(folder)
+    names = [name for name in names if writes_owner(name)[1]]  # the spares' folder is looked through above
     for name in names:
         try:
             read_writes(folder / name)
@@ -48,6 +50,18 @@ def _writes(ns_dir: Path) -> list[Finding]:
     if bad:
         return bad
     return [Finding("ok", f"{len(names)} pending-writes file(s) in {_rel(folder, ns_dir)} read", kind="writes")]
+
+
+def _spares(folder: Path) -> list[Finding]:
+    """A spare file holding writes: a power loss undid its rename, and no saver has used the namespace since."""
+    try:
+        with os.scandir(folder / SPARES_DIR) as listing:
+            held = sorted(entry.name for entry in listing if entry.stat(follow_symlinks=False).st_size)
+    except OSError:
+        return []
+    advice = "the saver gives each its name back when it next opens this namespace (any call on the thread)"
+    what = "pending writes without their name (a crash undid a rename)"
+    return [Finding("error", f"{folder / SPARES_DIR / name}: {what}", advice, kind="writes") for name in held]
 
 
 _WRITES_ADVICE = (

@@ -5,6 +5,7 @@
     <root>/<thread>/                  the thread's root namespace: a handoff thread directory
         handoff.json, state.json, journal.jsonl, history/00000001.json …   one generation per checkpoint
         writes/00000001+<checkpoint id>.jsonl   the pending writes of generation 1's checkpoint, one line each
+        writes/.spares/<pid>-<hex>    empty files a checkpoint's first writes take (handoff_files.langgraph.spares)
         blobs/<digest>.json           a value too large to read inline (see handoff_files.langgraph.blobs)
         namespaces/<namespace>/       each subgraph namespace: a handoff thread directory of its own
 
@@ -45,6 +46,7 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.names import is_folder_name
 from handoff_files.foundation.safe_paths import dir_under, open_dir_under, refuse_link
+from handoff_files.langgraph.spares import SPARES_DIR, Spares
 from handoff_files.thread.tail import cut_torn_tail, read_whole
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "namespace_ready",
     "read_checkpoint_writes",
     "read_writes",
+    "spare_owner",
     "thread_dirs",
     "unlink_in",
     "writes_file",
@@ -210,8 +213,12 @@ def _check(fields: dict[str, Any]) -> str:
     return self_check(fields)[:_CHECK_LEN]  # as a journal line checks itself
 
 
-def append_writes(root: Path, path: Path, lines: list[dict[str, Any]]) -> None:
-    """Append write records durably (one fdatasync; the directory too when the file is new). Call under the lock.
+def append_writes(root: Path, path: Path, lines: list[dict[str, Any]], spares: Spares | None = None) -> None:
+    """Append write records durably: one fdatasync. Call under the lock.
+
+    A new file takes one of *spares* (renamed into place, see :mod:`~handoff_files.langgraph.spares`);
+    without one, its directory is flushed too. Each line carries the name of its file (``"file"``),
+    so a spare whose rename a power loss undid finds its name again.
 
     The file is opened in its folder, checked from *root* down with no link followed; a link or a
     file with other hard links in its place is refused, never appended to. A last line cut short by
@@ -221,9 +228,11 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]]) -> None:
     :raises HandoffWriteError: if the disk refuses, or the file would grow past :data:`MAX_WRITES_BYTES`.
     :raises HandoffParseError: if its last piece is damage, not a line (left as it is, for a person to see).
     """
-    data = b"".join(orjson.dumps({**line, "check": _check(line)}) + b"\n" for line in lines)
+    records = [{**line, "file": path.name} for line in lines]
+    data = b"".join(orjson.dumps({**record, "check": _check(record)}) + b"\n" for record in records)
     with open_dir_under(root, path.parent, create=True) as folder:
         assert folder is not None  # noqa: S101 -- made if missing
+        spared = spares is not None and _spare_in_place(root, path, folder, spares)
         try:
             fd = os.open(path.name, _APPEND, 0o600, dir_fd=folder)
         except OSError as exc:
@@ -247,13 +256,39 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]]) -> None:
                 raise HandoffWriteError(path, msg)
             write_all(fd, _end_last_line(fd, path, st.st_size) + data)
             os.fdatasync(fd)
-            if st.st_size == 0:
+            if st.st_size == 0 and not spared:
                 os.fsync(folder)  # a new file is not durable until its directory entry is
         except OSError as exc:
             msg = f"cannot write the pending writes: {exc.strerror or exc}"
             raise HandoffWriteError(path, msg) from exc
         finally:
             os.close(fd)
+
+
+def _spare_in_place(root: Path, path: Path, folder: int, spares: Spares) -> bool:
+    """Rename a spare to *path* if it does not exist yet: True if one is there now (its entry made durable before)."""
+    try:
+        os.lstat(path.name, dir_fd=folder)
+    except FileNotFoundError:
+        pass
+    else:
+        return False  # appended to: no new entry to flush
+    with contextlib.suppress(OSError, HandoffError), open_dir_under(root, path.parent / SPARES_DIR, create=True) as fd:
+        name = spares.take(fd) if fd is not None else None
+        if name is not None:
+            os.rename(name, path.name, src_dir_fd=fd, dst_dir_fd=folder)
+            return True
+    return False  # the spares' folder or a spare could not be had: the file is made and flushed as before
+
+
+def spare_owner(path: Path) -> str | None:
+    """The file name a spare's lines carry (see :func:`append_writes`); None if it holds no whole line naming one.
+
+    :raises HandoffError: if its lines do not read.
+    """
+    records = read_writes(path)
+    name = records[0].get("file") if records else None
+    return name if isinstance(name, str) and writes_owner(name)[1] else None
 
 
 def _end_last_line(fd: int, path: Path, size: int) -> bytes:

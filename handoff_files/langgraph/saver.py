@@ -333,7 +333,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's writes for the checkpoint *config* names, durably (one fdatasync)."""
+        """Store a task's writes for the checkpoint *config* names, durably: one fdatasync (see ``spares``)."""
         configurable = config["configurable"]
         ns_dir = self.folders.ns_dir(str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""))
         checkpoint_id = configurable["checkpoint_id"]
@@ -354,7 +354,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             for r in fresh:
                 r["value"] = stash(self.root, namespace.path, r["value"])
             if fresh:
-                append_writes(self.root, writes_file(namespace.path, checkpoint_id, generation), fresh)
+                path = writes_file(namespace.path, checkpoint_id, generation)
+                append_writes(self.root, path, fresh, namespace.spares)
 
     # -- removing and copying ------------------------------------------------------------------
 

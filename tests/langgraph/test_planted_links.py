@@ -7,6 +7,7 @@ refuses with an :class:`InvalidNameError` naming the link and that nothing outsi
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -109,10 +110,10 @@ def test_a_link_in_place_of_writes_is_refused_by_put_writes_list_and_prune(tmp_p
     _put(saver, step=1)
     writes = root / "t" / "writes"
     # the outside folder holds a file named as the first checkpoint's writes: prune must not delete it
-    for path in writes.iterdir():
+    for path in writes.glob("*.jsonl"):
         (outside / path.name).write_bytes(path.read_bytes())
         path.unlink()
-    writes.rmdir()
+    shutil.rmtree(writes)  # with the saver's spare files
     writes.symlink_to(outside)
     before = _snapshot(outside)
     _refused(lambda: saver.put_writes(first, [("n", 2)], task_id="other"), writes)
@@ -129,7 +130,7 @@ def test_a_writes_file_hard_linked_to_a_file_outside_is_never_appended_to(tmp_pa
     saver = HandoffSaver(root)
     config = _put(saver)
     saver.put_writes(config, [("n", 1)], task_id="task")
-    (writes,) = (root / "t" / "writes").iterdir()
+    (writes,) = (root / "t" / "writes").glob("*.jsonl")
     writes.unlink()
     writes.hardlink_to(outside / "victim.log")
     before = _snapshot(outside)
@@ -161,9 +162,9 @@ def test_handoff_prune_through_a_planted_writes_link_says_so_in_one_line_and_del
     saver.put_writes(first, [("n", 1)], task_id="task")
     _put(saver, step=1)
     writes = root / "t" / "writes"
-    for path in writes.iterdir():  # the first checkpoint's writes file, as pruning would delete it
+    for path in writes.glob("*.jsonl"):  # the first checkpoint's writes file, as pruning would delete it
         path.rename(outside / path.name)
-    writes.rmdir()
+    shutil.rmtree(writes)  # with the saver's spare files
     writes.symlink_to(outside)
     before = _snapshot(outside)
     done = subprocess.run(

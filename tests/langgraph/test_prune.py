@@ -43,7 +43,7 @@ def test_keep_keeps_the_newest_checkpoints_and_their_writes_and_the_chain_resume
     assert newest is not None
     assert newest.checkpoint["channel_values"] == {"n": 7}
     assert newest.pending_writes == [("t", "n", 70)]
-    writes = sorted(path.stem for path in (tmp_path / "graphs" / "t" / "writes").iterdir())
+    writes = sorted(path.stem for path in (tmp_path / "graphs" / "t" / "writes").glob("*.jsonl"))
     assert [stem.partition("+")[2] for stem in writes] == ids[-3:], "the removed checkpoints' writes went with them"
     history = sorted(path.stem for path in (tmp_path / "graphs" / "t" / "history").iterdir())
     assert [stem.partition("+")[0] for stem in writes] == history, "each named by its checkpoint's generation"

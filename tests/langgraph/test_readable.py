@@ -41,7 +41,8 @@ def test_the_question_an_interrupt_asks_is_plain_json_and_resumes_in_a_fresh_sav
     root = tmp_path / "graphs"
     question = {"question": "Ship the importer fix?", "options": ["yes", "no"]}
     _app(HandoffSaver(root), question).invoke({"count": 0}, CONFIG)
-    lines = [json.loads(line) for path in (root / "t" / "writes").iterdir() for line in path.read_text().splitlines()]
+    files = (root / "t" / "writes").glob("*.jsonl")
+    lines = [json.loads(line) for path in files for line in path.read_text().splitlines()]
     asked = [line for line in lines if line["channel"] == "__interrupt__"]
     assert len(asked) == 1
     assert asked[0]["value"]["interrupts"][0]["value"] == question, "readable, not base64 msgpack"
@@ -66,7 +67,7 @@ def test_writes_files_are_named_by_their_checkpoints_generation(tmp_path: Path) 
     for path in (root / "t" / "history").iterdir():
         record = load(path).state.data["langgraph"]
         by_generation[path.stem] = record["checkpoint_id"]
-    names = sorted(path.stem for path in (root / "t" / "writes").iterdir())
+    names = sorted(path.stem for path in (root / "t" / "writes").glob("*.jsonl"))
     assert names
     for name in names:
         generation, _, checkpoint = name.partition("+")
@@ -102,11 +103,11 @@ def test_writes_that_come_before_their_checkpoint_are_renamed_to_its_generation_
     ahead_config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": ahead["id"]}}
     saver.put_writes(ahead_config, [("n", "result")], task_id="task")
     writes = tmp_path / "graphs" / "t" / "writes"
-    assert sorted(path.name for path in writes.iterdir()) == [f"{ahead['id']}.jsonl"]
+    assert sorted(path.name for path in writes.glob("*.jsonl")) == [f"{ahead['id']}.jsonl"]
     saver.put(config, ahead, {}, {})
-    assert sorted(path.name for path in writes.iterdir()) == [f"00000002+{ahead['id']}.jsonl"]
+    assert sorted(path.name for path in writes.glob("*.jsonl")) == [f"00000002+{ahead['id']}.jsonl"]
     saver.put_writes(ahead_config, [("n", "again")], task_id="task2")
-    assert sorted(path.name for path in writes.iterdir()) == [f"00000002+{ahead['id']}.jsonl"]
+    assert sorted(path.name for path in writes.glob("*.jsonl")) == [f"00000002+{ahead['id']}.jsonl"]
     got = HandoffSaver(tmp_path / "graphs").get_tuple(ahead_config)
     assert got is not None
     assert got.pending_writes == [("task", "n", "result"), ("task2", "n", "again")]
@@ -136,7 +137,7 @@ def test_handoff_doctor_finds_a_damaged_pending_writes_file_that_get_tuple_would
     root = tmp_path / "graphs"
     _app(HandoffSaver(root), "ok?").invoke({"count": 0}, CONFIG)
     assert _cli("doctor", root / "t").returncode == 0
-    newest = sorted((root / "t" / "writes").iterdir())[-1]
+    newest = sorted((root / "t" / "writes").glob("*.jsonl"))[-1]
     newest.write_bytes(newest.read_bytes().replace(b"ok?", b"no?", 1))
     done = _cli("doctor", root / "t")
     assert done.returncode == 1, done.stdout

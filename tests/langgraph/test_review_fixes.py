@@ -54,7 +54,7 @@ def test_a_torn_writes_line_left_by_a_crash_is_cut_before_the_next_append(tmp_pa
     saver = HandoffSaver(tmp_path / "graphs")
     config = _put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _checkpoint(empty_checkpoint(), 0))
     saver.put_writes(config, [("a", 1)], task_id="task1")
-    writes = next((tmp_path / "graphs" / "t" / "writes").iterdir())
+    writes = next((tmp_path / "graphs" / "t" / "writes").glob("*.jsonl"))
     with writes.open("ab") as handle:
         handle.write(b'{"task_id": "task2", "ch')  # the crash, mid-append
     saver.put_writes(config, [("b", 2)], task_id="task2")  # the re-run task writes again

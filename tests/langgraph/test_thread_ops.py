@@ -82,7 +82,7 @@ def test_doctor_repairs_a_damaged_copy_of_the_newest_checkpoint_from_the_primary
 def test_a_failed_copy_leaves_no_target_thread(tmp_path: Path) -> None:
     saver = HandoffSaver(tmp_path / "graphs")
     _app(saver).invoke({"count": 0}, _config())
-    writes = sorted((tmp_path / "graphs" / "t" / "writes").iterdir())
+    writes = sorted((tmp_path / "graphs" / "t" / "writes").glob("*.jsonl"))
     writes[0].write_bytes(b"\x00" * 40)  # the pending writes of one checkpoint: damage, refused when read
     with pytest.raises(HandoffError):
         saver.copy_thread("t", "u")
@@ -191,11 +191,11 @@ def test_pruning_a_damaged_checkpoint_removes_its_pending_writes_too(tmp_path: P
     thread = tmp_path / "graphs" / "t"
     damaged = thread / "history" / "00000003.json"
     damaged.write_bytes(damaged.read_bytes().replace(b"Step", b"Stop", 1))
-    assert [p for p in (thread / "writes").iterdir() if p.name.startswith("00000003+")]
+    assert [p for p in (thread / "writes").glob("*.jsonl") if p.name.startswith("00000003+")]
     saver.prune(["t"])
     assert not damaged.exists()
-    assert [p.name for p in (thread / "writes").iterdir()] == [
+    assert [p.name for p in (thread / "writes").glob("*.jsonl")] == [
         p.name
-        for p in (thread / "writes").iterdir()
+        for p in (thread / "writes").glob("*.jsonl")
         if p.name.startswith(sorted((thread / "history").iterdir())[-1].stem)
     ]

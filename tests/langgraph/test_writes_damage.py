@@ -24,7 +24,7 @@ def _saver_with_writes(root: Path) -> tuple[HandoffSaver, Any, Path]:
     checkpoint["channel_versions"] = {"n": 3}
     config = saver.put(_THREAD, checkpoint, {}, {})
     saver.put_writes(config, [("n", 3), ("note", "gen 2")], task_id="task")
-    (path,) = (root / "t" / "writes").iterdir()
+    (path,) = (root / "t" / "writes").glob("*.jsonl")
     return saver, config, path
 
 
