@@ -15,7 +15,7 @@ from pathlib import Path
 
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.langgraph.blobs import BLOBS_DIR, unstash
-from handoff_files.langgraph.layout import WRITES_DIR, read_writes, writes_owner
+from handoff_files.langgraph.layout import WRITES_DIR, read_writes, spare_owner, writes_owner
 from handoff_files.langgraph.spares import SPARES_DIR
 from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.findings import Finding
@@ -29,7 +29,7 @@ def examine_saver_files(thread: Path) -> list[Finding]:
     namespaces = [thread, *sorted(path for path in (thread / "namespaces").glob("*") if path.is_dir())]
     for ns_dir in namespaces:
         findings += _writes(ns_dir) + _blobs(ns_dir)
-    return findings
+    return _spares(thread) + findings
 
 
 def _writes(ns_dir: Path) -> list[Finding]:
@@ -40,8 +40,8 @@ def _writes(ns_dir: Path) -> list[Finding]:
         return []
     except OSError as exc:
         return [Finding("error", f"{folder}: cannot list the pending writes: {exc.strerror or exc}", kind="writes")]
-    bad = _spares(folder)
-    names = [name for name in names if writes_owner(name)[1]]  # the spares' folder is looked through above
+    bad = []
+    names = [name for name in names if writes_owner(name)[1]]
     for name in names:
         try:
             read_writes(folder / name)
@@ -52,16 +52,26 @@ def _writes(ns_dir: Path) -> list[Finding]:
     return [Finding("ok", f"{len(names)} pending-writes file(s) in {_rel(folder, ns_dir)} read", kind="writes")]
 
 
-def _spares(folder: Path) -> list[Finding]:
-    """A spare file holding writes: a power loss undid its rename, and no saver has used the namespace since."""
+def _spares(thread: Path) -> list[Finding]:
+    """The root's spare files holding this thread's writes: a power loss undid their rename, and no saver ran since."""
     try:
-        with os.scandir(folder / SPARES_DIR) as listing:
-            held = sorted(entry.name for entry in listing if entry.stat(follow_symlinks=False).st_size)
+        with os.scandir(thread.parent / SPARES_DIR) as listing:
+            held = sorted(Path(entry.path) for entry in listing if entry.stat(follow_symlinks=False).st_size)
     except OSError:
         return []
-    advice = "the saver gives each its name back when it next opens this namespace (any call on the thread)"
-    what = "pending writes without their name (a crash undid a rename)"
-    return [Finding("error", f"{folder / SPARES_DIR / name}: {what}", advice, kind="writes") for name in held]
+    advice = "the saver moves them back at its next use of this root (any call); until then get_tuple misses them"
+    found = []
+    for path in held:
+        try:
+            parts = spare_owner(path)
+        except HandoffError as exc:
+            what = f"a spare holding writes that do not read: {exc.reason}"
+            found.append(Finding("error", f"{path}: {what}", kind="writes"))
+            continue
+        if parts is not None and parts[0] == thread.name:
+            what = f"pending writes of {'/'.join(parts)} (a crash undid the rename to it)"
+            found.append(Finding("error", f"{path}: {what}", advice, kind="writes"))
+    return found
 
 
 _WRITES_ADVICE = (

@@ -2,10 +2,10 @@
 
 ::
 
+    <root>/.spares/<pid>-<hex>        empty files a checkpoint's first writes take (handoff_files.langgraph.spares)
     <root>/<thread>/                  the thread's root namespace: a handoff thread directory
         handoff.json, state.json, journal.jsonl, history/00000001.json …   one generation per checkpoint
         writes/00000001+<checkpoint id>.jsonl   the pending writes of generation 1's checkpoint, one line each
-        writes/.spares/<pid>-<hex>    empty files a checkpoint's first writes take (handoff_files.langgraph.spares)
         blobs/<digest>.json           a value too large to read inline (see handoff_files.langgraph.blobs)
         namespaces/<namespace>/       each subgraph namespace: a handoff thread directory of its own
 
@@ -78,6 +78,7 @@ MAX_WRITES_BYTES: Final = 16 * MAX_FILE_BYTES
 # every line the saver writes starts so (``put_writes`` builds each record with ``task_id`` first): a last
 # piece that does not is no line cut short by a crash mid-append but damage (NUL bytes, other text)
 _LINE_START: Final = b'{"task_id":'
+_WRITES_DEPTH: Final = 3  # <thread>/writes/<file>, or deeper in a namespace
 _APPEND: Final = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -128,17 +129,36 @@ def namespace_ready(root: Path, ns_dir: Path, *, create: bool = False) -> bool:
     with open_dir_under(root, ns_dir, create=create) as folder:
         if folder is None:
             return False
+        missing = []
         for name in ("history", WRITES_DIR, "blobs"):
             try:
                 mode = os.lstat(name, dir_fd=folder).st_mode
             except FileNotFoundError:
+                missing.append(name)
                 continue
             except OSError as exc:
                 msg = f"cannot look at it: {exc.strerror or exc}"
                 raise HandoffError(ns_dir / name, msg) from exc
             if stat.S_ISLNK(mode):
                 refuse_link(ns_dir / name)
+        if create and (made := [name for name in missing if name != "blobs"]):
+            _make_folders(folder, ns_dir, made)
     return True
+
+
+def _make_folders(folder: int, ns_dir: Path, names: list[str]) -> None:
+    """Make a namespace's ``history/`` and ``writes/`` (0700) with one flush of their directory, not one each."""
+    made = False
+    try:
+        for name in names:
+            with contextlib.suppress(FileExistsError):  # there already (or planted: the look below tells)
+                os.mkdir(name, 0o700, dir_fd=folder)
+                made = True
+        if made:
+            os.fsync(folder)  # a new folder is durable only once its entry is
+    except OSError as exc:
+        msg = f"cannot create the namespace's folders: {exc.strerror or exc}"
+        raise HandoffWriteError(ns_dir, msg) from exc
 
 
 def namespace_dirs(root: Path, thread_dir: Path) -> Iterator[Path]:
@@ -217,8 +237,8 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]], spares: S
     """Append write records durably: one fdatasync. Call under the lock.
 
     A new file takes one of *spares* (renamed into place, see :mod:`~handoff_files.langgraph.spares`);
-    without one, its directory is flushed too. Each line carries the name of its file (``"file"``),
-    so a spare whose rename a power loss undid finds its name again.
+    without one, its directory is flushed too. Each line carries its file's path under *root*
+    (``"file"``), so a spare whose rename a power loss undid finds its place again.
 
     The file is opened in its folder, checked from *root* down with no link followed; a link or a
     file with other hard links in its place is refused, never appended to. A last line cut short by
@@ -228,7 +248,7 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]], spares: S
     :raises HandoffWriteError: if the disk refuses, or the file would grow past :data:`MAX_WRITES_BYTES`.
     :raises HandoffParseError: if its last piece is damage, not a line (left as it is, for a person to see).
     """
-    records = [{**line, "file": path.name} for line in lines]
+    records = [{**line, "file": path.relative_to(root).as_posix()} for line in lines]
     data = b"".join(orjson.dumps({**record, "check": _check(record)}) + b"\n" for record in records)
     with open_dir_under(root, path.parent, create=True) as folder:
         assert folder is not None  # noqa: S101 -- made if missing
@@ -273,7 +293,7 @@ def _spare_in_place(root: Path, path: Path, folder: int, spares: Spares) -> bool
         pass
     else:
         return False  # appended to: no new entry to flush
-    with contextlib.suppress(OSError, HandoffError), open_dir_under(root, path.parent / SPARES_DIR, create=True) as fd:
+    with contextlib.suppress(OSError, HandoffError), open_dir_under(root, root / SPARES_DIR, create=True) as fd:
         name = spares.take(fd) if fd is not None else None
         if name is not None:
             os.rename(name, path.name, src_dir_fd=fd, dst_dir_fd=folder)
@@ -281,14 +301,23 @@ def _spare_in_place(root: Path, path: Path, folder: int, spares: Spares) -> bool
     return False  # the spares' folder or a spare could not be had: the file is made and flushed as before
 
 
-def spare_owner(path: Path) -> str | None:
-    """The file name a spare's lines carry (see :func:`append_writes`); None if it holds no whole line naming one.
+def spare_owner(path: Path) -> tuple[str, ...] | None:
+    """The writes file a spare's lines name (see :func:`append_writes`), as parts under the saver's root.
+
+    None if it holds no whole line, or its lines name no writes file in a namespace's ``writes/``
+    (a path that would leave the root, or pass through a dot folder, is none).
 
     :raises HandoffError: if its lines do not read.
     """
     records = read_writes(path)
-    name = records[0].get("file") if records else None
-    return name if isinstance(name, str) and writes_owner(name)[1] else None
+    named = records[0].get("file") if records else None
+    if not isinstance(named, str):
+        return None
+    parts = tuple(named.split("/"))
+    fine = all(part and not part.startswith(".") for part in parts)
+    if not fine or len(parts) < _WRITES_DEPTH or parts[-2] != WRITES_DIR or not writes_owner(parts[-1])[1]:
+        return None
+    return parts
 
 
 def _end_last_line(fd: int, path: Path, size: int) -> bytes:

@@ -355,7 +355,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
                 r["value"] = stash(self.root, namespace.path, r["value"])
             if fresh:
                 path = writes_file(namespace.path, checkpoint_id, generation)
-                append_writes(self.root, path, fresh, namespace.spares)
+                append_writes(self.root, path, fresh, self.folders.spares)
 
     # -- removing and copying ------------------------------------------------------------------
 

@@ -34,8 +34,7 @@ from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.blobs import BLOBS_DIR, blob_refs, collect
 from handoff_files.langgraph.checkpoint_file import FORMAT, CheckpointFile, read_checkpoint, record_in
-from handoff_files.langgraph.layout import WRITES_DIR, read_writes, spare_owner, unlink_in, writes_owner
-from handoff_files.langgraph.spares import SPARES_DIR, Spares, recover, to_recover
+from handoff_files.langgraph.layout import WRITES_DIR, read_writes, unlink_in, writes_owner
 from handoff_files.thread.catchup import catch_up, journal_ahead
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir, generation_of
 from handoff_files.thread.redact import redact
@@ -118,8 +117,6 @@ class Namespace:
         self._top: Top | None = None  # None: not known (found again by the next save)
         self._store: HandoffStore | None = None
         self._caught_up = False  # see _catch_up
-        #: empty files a checkpoint's first pending writes take (see :mod:`~handoff_files.langgraph.spares`)
-        self.spares = Spares()
 
     @property
     def store(self) -> HandoffStore:
@@ -248,15 +245,10 @@ class Namespace:
         return sorted(found.values(), key=lambda entry: entry.checkpoint_id, reverse=True), damaged
 
     def _catch_up(self) -> None:
-        """At a process's first use, copy back a checkpoint only the journal holds (a put killed after its commit),
-        and give back their names to pending writes a power loss left in spare files."""
-        if self._caught_up:
-            return
-        spares = self.path / WRITES_DIR / SPARES_DIR
-        if journal_ahead(self.layout) or to_recover(spares):
+        """At a process's first read, copy back a checkpoint only the journal holds (a put killed after its commit)."""
+        if not self._caught_up and journal_ahead(self.layout):
             with self.store.locked():
                 catch_up(self.layout, "json")
-                recover(self.path, self.path / WRITES_DIR, spare_owner)  # what it leaves, doctor reports
         self._caught_up = True
 
     def _only_newest(self, path: Path, generation: int) -> bool:
@@ -382,7 +374,7 @@ class Namespace:
         try:
             with open_dir_under(self.path, self.path / WRITES_DIR) as folder:
                 for name in os.listdir(folder) if folder is not None else []:
-                    if writes_owner(name)[1]:  # not the spares' folder
+                    if writes_owner(name)[1]:  # a writes file (an older release's spares' folder is none)
                         named |= blob_refs(record.get("value") for record in read_writes(self.path / WRITES_DIR / name))
         except (OSError, HandoffError):
             return

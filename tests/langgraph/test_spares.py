@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
-from handoff_files.langgraph import HandoffSaver
+from handoff_files.langgraph import HandoffSaver, layout
 from handoff_files.langgraph.checkup import examine_saver_files
 from handoff_files.langgraph.spares import SPARES_DIR
 
@@ -61,10 +62,10 @@ def test_each_checkpoints_first_pending_writes_cost_one_flush_as_a_sqlite_commit
         assert got.pending_writes == [("task", "n", step)]
 
 
-def _undo_rename(writes: Path) -> tuple[Path, Path]:
+def _undo_rename(root: Path) -> tuple[Path, Path]:
     """What a power loss may leave: the writes file back under its spare's name (its data flushed, its rename not)."""
-    (named,) = writes.glob("*.jsonl")
-    spare = writes / SPARES_DIR / f"{os.getpid()}-0123456789ab"
+    (named,) = (root / "t" / "writes").glob("*.jsonl")
+    spare = root / SPARES_DIR / f"{os.getpid()}-0123456789ab"
     named.rename(spare)
     return named, spare
 
@@ -74,9 +75,10 @@ def test_writes_whose_rename_a_power_loss_undid_are_read_by_the_next_process_und
     saver = HandoffSaver(root)
     config = _put(saver, 1)
     saver.put_writes(config, [("n", 7), ("note", "keep me")], task_id="task")
-    named, spare = _undo_rename(root / "t" / "writes")
+    named, spare = _undo_rename(root)
     findings = examine_saver_files(root / "t")
     assert [f for f in findings if f.level == "error" and str(spare) in f.what]  # doctor sees them before a saver
+    assert not [f for f in examine_saver_files(root / "other") if f.level == "error"]  # another thread's are not its
     child = (
         "import sys\n"
         "from handoff_files.langgraph import HandoffSaver\n"
@@ -95,19 +97,19 @@ def test_a_spare_holding_writes_whose_name_is_taken_is_left_for_a_person_and_doc
     saver = HandoffSaver(root)
     config = _put(saver, 1)
     saver.put_writes(config, [("n", 7)], task_id="task")
-    named, spare = _undo_rename(root / "t" / "writes")
+    named, spare = _undo_rename(root)
     named.write_bytes(b"")  # another file took the name meanwhile
     HandoffSaver(root).get_tuple(config)
     assert spare.stat().st_size > 0
     errors = [f.what for f in examine_saver_files(root / "t") if f.level == "error"]
-    assert any(str(spare) in text and "without their name" in text for text in errors)
+    assert any(str(spare) in text and f"pending writes of t/writes/{named.name}" in text for text in errors)
 
 
 def test_empty_spares_of_a_process_that_is_gone_are_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
     root = tmp_path / "graphs"
     saver = HandoffSaver(root)
     saver.put_writes(_put(saver, 1), [("n", 1)], task_id="task")
-    spares = root / "t" / "writes" / SPARES_DIR
+    spares = root / SPARES_DIR
     ours = sorted(path.name for path in spares.iterdir())
     assert ours
     assert all(name.startswith(f"{os.getpid()}-") for name in ours)
@@ -118,6 +120,22 @@ def test_empty_spares_of_a_process_that_is_gone_are_removed_and_a_live_ones_kept
     HandoffSaver(root).get_tuple(_THREAD)
     assert not dead.exists()
     assert sorted(path.name for path in spares.iterdir()) == ours
+
+
+def test_spares_are_shared_by_the_threads_of_a_root_so_a_new_thread_costs_no_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    saver.put_writes(_put(saver, 1), [("n", 1)], task_id="task")  # the first batch: 8 spares
+    made = {path.name for path in (root / SPARES_DIR).iterdir()}
+    other: Any = {"configurable": {"thread_id": "u", "checkpoint_ns": ""}}
+    checkpoint = create_checkpoint(empty_checkpoint(), None, 1)
+    config = saver.put(other, checkpoint, {}, {})
+    flushes = _Flushes(monkeypatch)
+    saver.put_writes(config, [("n", 2)], task_id="task")
+    assert flushes.count == 1  # its writes file alone: no batch of spares (writes/ came with the put's history/)
+    assert {path.name for path in (root / SPARES_DIR).iterdir()} < made
 
 
 def test_a_writes_file_made_from_a_spare_is_the_checkpoints_alone(tmp_path: Path) -> None:
@@ -131,8 +149,33 @@ def test_a_writes_file_made_from_a_spare_is_the_checkpoints_alone(tmp_path: Path
     assert len(files) == 2
     for path in files:
         (line,) = path.read_text().splitlines()
-        assert f'"file":"{path.name}"' in line
+        assert f'"file":"t/writes/{path.name}"' in line
     assert [got.pending_writes for got in (saver.get_tuple(first), saver.get_tuple(second)) if got] == [
         [("a", "n", 1)],
         [("b", "n", 2)],
     ]
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        "../elsewhere/writes/00000001+x.jsonl",
+        "/etc/writes/00000001+x.jsonl",
+        "t/.hidden/writes/a.jsonl",
+        "t/history/00000001.json",
+        "writes/a.jsonl",
+        "t/writes/notes.txt",
+    ],
+)
+def test_a_spare_naming_a_path_outside_a_namespaces_writes_is_left_where_it_is(tmp_path: Path, named: str) -> None:
+    """A spare's path is hostile input: one that leaves the root or names no writes file is never used."""
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    saver.put_writes(_put(saver, 1), [("n", 1)], task_id="task")
+    fields = {"task_id": "task", "task_path": "", "idx": 0, "channel": "n", "value": 1, "file": named}
+    spare = root / SPARES_DIR / f"{os.getpid()}-badbadbadbad"
+    spare.write_bytes(json.dumps({**fields, "check": layout._check(fields)}).encode() + b"\n")
+    assert layout.spare_owner(spare) is None
+    HandoffSaver(root).get_tuple(_THREAD)
+    assert spare.read_bytes()  # left for a person, nothing moved or made
+    assert not (tmp_path / "elsewhere").exists()

@@ -105,7 +105,7 @@ def _plant(root: Path, typed: tuple[str, bytes], where: str) -> Any:
     if where == "write":
         line: dict[str, Any] = {"task_id": "task", "task_path": "", "idx": 0, "channel": "narrative", "value": hostile}
         line["check"] = self_check(line)[:16]  # as the saver checks each line
-        (thread / "writes").mkdir()
+        (thread / "writes").mkdir(exist_ok=True)
         (thread / "writes" / f"{record['checkpoint_id']}.jsonl").write_bytes(orjson.dumps(line) + b"\n")
     return {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": record["checkpoint_id"]}}
 
