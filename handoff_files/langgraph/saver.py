@@ -344,7 +344,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
             records.append({**fields, "value": self._encode(value, ns_dir)})
         namespace = self.folders.ready(ns_dir, create=True)
         assert namespace is not None  # noqa: S101 -- made just now
-        namespace.store.init()
+        namespace.open_for_writes()
         with namespace.store.locked():
             # named by its checkpoint's generation; by id alone if the put is still to come (async durability)
             generation = namespace.generation_of(checkpoint_id)

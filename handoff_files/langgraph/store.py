@@ -117,6 +117,7 @@ class Namespace:
         self._top: Top | None = None  # None: not known (found again by the next save)
         self._store: HandoffStore | None = None
         self._caught_up = False  # see _catch_up
+        self._opened = False  # see open_for_writes
 
     @property
     def store(self) -> HandoffStore:
@@ -128,6 +129,12 @@ class Namespace:
                     self.path, agent_id=AGENT_ID, thread_id=self.path.name, kind="langgraph", **settings
                 )
             return self._store
+
+    def open_for_writes(self) -> None:
+        """:meth:`HandoffStore.init` once per process: its checks list the folders, too much for every write."""
+        if not self._opened:
+            self.store.init()
+            self._opened = True
 
     def order(self) -> dict[str, Any]:
         """The ``order`` a new record carries: the generation it is saved after and the highest id up to it.
