@@ -14,11 +14,13 @@ import os
 from pathlib import Path
 
 from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.blobs import BLOBS_DIR, unstash
-from handoff_files.langgraph.layout import WRITES_DIR, read_writes, spare_owner, writes_owner
-from handoff_files.langgraph.spares import SPARES_DIR
+from handoff_files.langgraph.layout import WRITES_DIR, read_writes, writes_owner
+from handoff_files.langgraph.spares import SPARES_DIR, spare_owner
 from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.findings import Finding
+from handoff_files.thread.kind import saver_root
 
 __all__ = ["examine_saver_files"]
 
@@ -53,25 +55,34 @@ def _writes(ns_dir: Path) -> list[Finding]:
 
 
 def _spares(thread: Path) -> list[Finding]:
-    """The root's spare files holding this thread's writes: a power loss undid their rename, and no saver ran since."""
+    """The root's spares holding this thread's writes (a power loss undid their rename), or naming no writes file.
+
+    The spares' folder is opened from the root down, no link followed: a link there is reported.
+    """
+    root = saver_root(thread)
     try:
-        with os.scandir(thread.parent / SPARES_DIR) as listing:
-            held = sorted(Path(entry.path) for entry in listing if entry.stat(follow_symlinks=False).st_size)
-    except OSError:
-        return []
-    advice = "the saver moves them back at its next use of this root (any call); until then get_tuple misses them"
+        with open_dir_under(root, root / SPARES_DIR) as fd:
+            held = [] if fd is None else sorted(name for name in os.listdir(fd) if os.lstat(name, dir_fd=fd).st_size)
+    except (OSError, HandoffError) as exc:
+        return [Finding("error", f"{root / SPARES_DIR}: cannot look through the spare files: {exc}", kind="writes")]
     found = []
-    for path in held:
+    for path in (root / SPARES_DIR / name for name in held):
         try:
             parts = spare_owner(path)
         except HandoffError as exc:
-            what = f"a spare holding writes that do not read: {exc.reason}"
-            found.append(Finding("error", f"{path}: {what}", kind="writes"))
-            continue
-        if parts is not None and parts[0] == thread.name:
+            parts, why = None, f"lines that do not read ({exc.reason})"
+        else:
+            why = "lines naming no writes file of a namespace"
+        if parts is None:
+            found.append(Finding("error", f"{path}: a spare holding {why}", _SPARE_ADVICE, kind="writes"))
+        elif parts and parts[0] == thread.name:
             what = f"pending writes of {'/'.join(parts)} (a crash undid the rename to it)"
+            advice = "the saver moves them back when it is next opened on this root; until then get_tuple misses them"
             found.append(Finding("error", f"{path}: {what}", advice, kind="writes"))
     return found
+
+
+_SPARE_ADVICE = "the saver leaves it; look at it, then move it out of the spares' folder"
 
 
 _WRITES_ADVICE = (

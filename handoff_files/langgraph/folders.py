@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Final
 
+from handoff_files.foundation.lock import writer_lock
 from handoff_files.langgraph.layout import (
     NAMESPACES_DIR,
     folder_name,
     namespace_dirs,
     namespace_ready,
-    spare_owner,
     thread_dirs,
 )
-from handoff_files.langgraph.spares import SPARES_DIR, Spares, recover, to_recover
+from handoff_files.langgraph.spares import SPARES_DIR, recover, spare_owner, spares_of, to_recover
 from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.settings import Durability
 
 __all__ = ["Folders"]
+
+_RECOVERY_WAIT: Final = 2.0  # seconds a recovery waits for a namespace's writer; a busy one's spare is left
 
 
 class Folders:
@@ -40,9 +43,9 @@ class Folders:
         self._namespaces: dict[Path, Namespace] = {}
         self._lock = threading.Lock()
         #: empty files a checkpoint's first pending writes take (see :mod:`~handoff_files.langgraph.spares`)
-        self.spares = Spares()
-        self._recovered = False
-        self._recovering = threading.Lock()
+        self.spares = spares_of(root)
+        if to_recover(root / SPARES_DIR):  # writes a power loss left in spares, before anything reads
+            recover(root, spare_owner, lambda ns_dir: writer_lock(ns_dir, timeout=_RECOVERY_WAIT))
 
     def thread_dir(self, thread_id: str) -> Path:
         """The folder of a thread (its root namespace)."""
@@ -67,18 +70,7 @@ class Folders:
 
         :raises InvalidNameError: for a symbolic link on the way.
         """
-        self._recover()
         return self.namespace(path) if namespace_ready(self.root, path, create=create) else None
-
-    def _recover(self) -> None:
-        """At this process's first use of the root, move writes a power loss left in spare files to their place."""
-        if self._recovered:
-            return
-        with self._recovering:
-            if not self._recovered and to_recover(self.root / SPARES_DIR):
-                # what it leaves, handoff doctor names
-                recover(self.root, spare_owner, lambda ns_dir: self.namespace(ns_dir).store.locked())
-            self._recovered = True
 
     def namespaces_of(self, thread_dir: Path) -> list[Namespace]:
         """Every namespace of a thread (its root namespace first), each checked."""

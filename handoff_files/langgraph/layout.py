@@ -30,7 +30,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -46,13 +46,14 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.names import is_folder_name
 from handoff_files.foundation.safe_paths import dir_under, open_dir_under, refuse_link
-from handoff_files.langgraph.spares import SPARES_DIR, Spares
 from handoff_files.thread.tail import cut_torn_tail, read_whole
 
 __all__ = [
     "MAX_WRITES_BYTES",
     "NAMESPACES_DIR",
+    "SPARES_DIR",
     "WRITES_DIR",
+    "SparePool",
     "append_writes",
     "folder_name",
     "name_writes",
@@ -60,7 +61,6 @@ __all__ = [
     "namespace_ready",
     "read_checkpoint_writes",
     "read_writes",
-    "spare_owner",
     "thread_dirs",
     "unlink_in",
     "writes_file",
@@ -69,6 +69,9 @@ __all__ = [
 ]
 
 NAMESPACES_DIR: Final = "namespaces"
+#: The folder of spare files under a saver's root (a dot name: no listing of threads sees it); see
+#: :mod:`handoff_files.langgraph.spares`.
+SPARES_DIR: Final = ".spares"
 WRITES_DIR: Final = "writes"
 _SLUG_CUT: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _CHECK_LEN: Final = 16
@@ -78,7 +81,15 @@ MAX_WRITES_BYTES: Final = 16 * MAX_FILE_BYTES
 # every line the saver writes starts so (``put_writes`` builds each record with ``task_id`` first): a last
 # piece that does not is no line cut short by a crash mid-append but damage (NUL bytes, other text)
 _LINE_START: Final = b'{"task_id":'
-_WRITES_DEPTH: Final = 3  # <thread>/writes/<file>, or deeper in a namespace
+
+
+class SparePool(Protocol):
+    """Where a new writes file's spare comes from: :class:`handoff_files.langgraph.spares.Spares`."""
+
+    def take(self, spares_fd: int) -> str | None: ...
+    def turn_off(self) -> None: ...
+
+
 _APPEND: Final = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -151,7 +162,7 @@ def _make_folders(folder: int, ns_dir: Path, names: list[str]) -> None:
     made = False
     try:
         for name in names:
-            with contextlib.suppress(FileExistsError):  # there already (or planted: the look below tells)
+            with contextlib.suppress(FileExistsError):  # there already (a link planted there is refused when opened)
                 os.mkdir(name, 0o700, dir_fd=folder)
                 made = True
         if made:
@@ -233,7 +244,7 @@ def _check(fields: dict[str, Any]) -> str:
     return self_check(fields)[:_CHECK_LEN]  # as a journal line checks itself
 
 
-def append_writes(root: Path, path: Path, lines: list[dict[str, Any]], spares: Spares | None = None) -> None:
+def append_writes(root: Path, path: Path, lines: list[dict[str, Any]], spares: SparePool | None = None) -> None:
     """Append write records durably: one fdatasync. Call under the lock.
 
     A new file takes one of *spares* (renamed into place, see :mod:`~handoff_files.langgraph.spares`);
@@ -285,7 +296,7 @@ def append_writes(root: Path, path: Path, lines: list[dict[str, Any]], spares: S
             os.close(fd)
 
 
-def _spare_in_place(root: Path, path: Path, folder: int, spares: Spares) -> bool:
+def _spare_in_place(root: Path, path: Path, folder: int, spares: SparePool) -> bool:
     """Rename a spare to *path* if it does not exist yet: True if one is there now (its entry made durable before)."""
     try:
         os.lstat(path.name, dir_fd=folder)
@@ -296,28 +307,14 @@ def _spare_in_place(root: Path, path: Path, folder: int, spares: Spares) -> bool
     with contextlib.suppress(OSError, HandoffError), open_dir_under(root, root / SPARES_DIR, create=True) as fd:
         name = spares.take(fd) if fd is not None else None
         if name is not None:
-            os.rename(name, path.name, src_dir_fd=fd, dst_dir_fd=folder)
+            try:
+                os.rename(name, path.name, src_dir_fd=fd, dst_dir_fd=folder)
+            except OSError as exc:
+                if exc.errno == errno.EXDEV:  # the thread is another file system (mounted): none will serve
+                    spares.turn_off()
+                raise
             return True
     return False  # the spares' folder or a spare could not be had: the file is made and flushed as before
-
-
-def spare_owner(path: Path) -> tuple[str, ...] | None:
-    """The writes file a spare's lines name (see :func:`append_writes`), as parts under the saver's root.
-
-    None if it holds no whole line, or its lines name no writes file in a namespace's ``writes/``
-    (a path that would leave the root, or pass through a dot folder, is none).
-
-    :raises HandoffError: if its lines do not read.
-    """
-    records = read_writes(path)
-    named = records[0].get("file") if records else None
-    if not isinstance(named, str):
-        return None
-    parts = tuple(named.split("/"))
-    fine = all(part and not part.startswith(".") for part in parts)
-    if not fine or len(parts) < _WRITES_DEPTH or parts[-2] != WRITES_DIR or not writes_owner(parts[-1])[1]:
-        return None
-    return parts
 
 
 def _end_last_line(fd: int, path: Path, size: int) -> bytes:

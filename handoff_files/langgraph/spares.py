@@ -3,13 +3,14 @@
 A new file is durable only once its directory entry is flushed too: two flushes for the first
 ``put_writes`` of every checkpoint, against SqliteSaver's one. So the saver makes empty files ahead,
 in ``<root>/.spares/``, a batch at a time with one directory flush for the batch (8, doubling up to
-64; one pool per saver root and process, whatever thread takes them), and a checkpoint's first
+64; one pool per saver root and process, whatever saver or thread takes them), and a checkpoint's first
 writes take one: rename it to the checkpoint's writes file, append, fdatasync the file. The rename
 is not flushed. A process killed after it keeps it (the kernel made it); only a power loss or an OS
-crash can undo it, and then every process starts again, and each one's first use of the root
+crash can undo it, and then every process starts again, and each saver it opens on the root
 (:func:`recover`) finds the spare holding writes and moves it to the path its lines carry
-(``"file"``, under the root), under that namespace's writers' lock. An empty spare of a process
-that is gone is removed then too.
+(``"file"``, under the root), under that namespace's writers' lock. A spare of a process that is
+gone (its pid, start time and boot in the spare's name) is removed then if it holds no acknowledged
+write, or its thread is gone.
 """
 
 from __future__ import annotations
@@ -21,19 +22,23 @@ import secrets
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from functools import cache
 from pathlib import Path
 from typing import Final
 
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.foundation.safe_paths import open_dir_under
+from handoff_files.langgraph.layout import NAMESPACES_DIR, SPARES_DIR, WRITES_DIR, read_writes, writes_owner
 
-__all__ = ["SPARES_DIR", "Spares", "recover", "to_recover"]
+__all__ = ["SPARES_DIR", "Spares", "recover", "spare_owner", "spares_of", "to_recover"]
 
-#: The folder of spare files under a saver's root (a dot name: no listing of threads sees it).
-SPARES_DIR: Final = ".spares"
+_IN_THREAD: Final = 3  # <thread>/writes/<file>
+_IN_NAMESPACE: Final = 5  # <thread>/namespaces/<namespace>/writes/<file>
 _FIRST: Final = 8
 _MOST: Final = 64
 _CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_POOLS: dict[str, Spares] = {}
+_POOLS_LOCK = threading.Lock()
 
 
 class Spares:
@@ -43,6 +48,8 @@ class Spares:
         self._names: list[str] = []
         self._batch = _FIRST
         self._lock = threading.Lock()
+        self._off = False  # a rename across file systems failed: spares cannot serve this root
+        self._pid = os.getpid()
 
     def take(self, spares_fd: int) -> str | None:
         """The name of an empty spare in *spares_fd* (``<root>/.spares``), made durable; None if none can be made.
@@ -50,18 +57,56 @@ class Spares:
         A batch made here costs one directory flush.
         """
         with self._lock:
+            if self._pid != os.getpid():  # a forked child: its parent's spares are its parent's
+                self._names, self._batch, self._pid = [], _FIRST, os.getpid()
+            if self._off:
+                return None
             if not self._names:
                 self._names = _make(spares_fd, self._batch)
                 self._batch = min(self._batch * 2, _MOST)
             return self._names.pop() if self._names else None
 
+    def turn_off(self) -> None:
+        """Make no more spares: a rename of one into a thread failed across file systems (a mounted thread)."""
+        with self._lock:
+            self._off = True
+
+
+def spares_of(root: str | os.PathLike[str]) -> Spares:
+    """This process's pool of spares for the saver root *root* (one per root, whatever saver uses it)."""
+    key = str(Path(root).absolute())
+    with _POOLS_LOCK:
+        return _POOLS.setdefault(key, Spares())
+
+
+@cache
+def _boot() -> str:
+    """This boot's id, shortened ("" where the system does not say): a pid of an earlier boot is no live one."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip().replace("-", "")[:8]
+    except OSError:
+        return ""
+
+
+def _started(pid: int) -> str:
+    """When process *pid* started, in clock ticks since boot ("" if unknown): tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+        return fields[19].decode("ascii")  # field 22 of proc(5); the two before ")" are cut off
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""
+
 
 def _make(spares_fd: int, count: int) -> list[str]:
     """*count* empty files, their entries flushed; none if the disk refuses (the caller then makes its own file)."""
     names: list[str] = []
+    pid = os.getpid()
+    owner = f"{pid}-{_started(pid) or 0}-{_boot() or 0}"
     try:
         for _ in range(count):
-            name = f"{os.getpid()}-{secrets.token_hex(6)}"
+            name = f"{owner}-{secrets.token_hex(6)}"
             os.close(os.open(name, _CREATE, 0o600, dir_fd=spares_fd))
             names.append(name)
         os.fsync(spares_fd)
@@ -73,8 +118,30 @@ def _make(spares_fd: int, count: int) -> list[str]:
     return names
 
 
+def spare_owner(path: Path) -> tuple[str, ...] | None:
+    """The writes file a spare's lines name (see :func:`append_writes`), as parts under the saver's root.
+
+    ``()`` if it holds no whole line (a first append cut short: never acknowledged); None if its
+    lines name no writes file of a namespace: ``<thread>/writes/<file>`` or
+    ``<thread>/namespaces/<namespace>/writes/<file>``, no part a dot name.
+
+    :raises HandoffError: if its lines do not read.
+    """
+    records = read_writes(path)
+    if not records:
+        return ()
+    named = records[0].get("file")
+    parts = tuple(named.split("/")) if isinstance(named, str) else ()
+    if not all(part and not part.startswith(".") for part in parts) or not writes_owner(parts[-1] if parts else "")[1]:
+        return None
+    shapes = (len(parts) == _IN_THREAD and parts[1] == WRITES_DIR) or (
+        len(parts) == _IN_NAMESPACE and parts[1] == NAMESPACES_DIR and parts[3] == WRITES_DIR
+    )
+    return parts if shapes else None
+
+
 def to_recover(spares_dir: Path) -> bool:
-    """Whether *spares_dir* holds a spare :func:`recover` acts on (holding writes, or a gone process's). Reads only."""
+    """Whether *spares_dir* holds a spare :func:`recover` acts on (holding lines, or a gone process's). Reads only."""
     try:
         with os.scandir(spares_dir) as listing:
             return any(entry.stat(follow_symlinks=False).st_size or not _alive(entry.name) for entry in listing)
@@ -87,28 +154,34 @@ def recover(
     owner_of: Callable[[Path], tuple[str, ...] | None],
     locked: Callable[[Path], AbstractContextManager[None]],
 ) -> list[str]:
-    """Move each spare holding writes to the file its lines name; remove the empty spares of processes that are gone.
+    """Move each spare holding writes to the file its lines name; remove the spares nothing needs.
 
-    Call at a process's first use of a saver's *root*. A spare holds writes only when a power loss
-    undid its rename: its lines name the file they were appended to, under the root. One whose
-    file exists meanwhile, or whose lines name none, is left for a person (``handoff doctor``
-    names it) and named in the notes returned.
+    Call when a saver opens *root*, before any lock is held. A spare holds writes only when a power
+    loss undid its rename: its lines name the file they were appended to, under the root. A spare
+    holding no whole line (a crash mid-append: nothing acknowledged), one whose thread or
+    namespace is gone, and an empty one of a gone process are removed. One that cannot be moved
+    (its file exists meanwhile, its lines name no writes file, its lock is busy) is left, and the
+    others are still looked at; ``handoff doctor`` names what is left.
 
     :param owner_of: reads a spare's lines and returns the path they carry, as parts under the
-        root, checked (None if none): :func:`handoff_files.langgraph.layout.spare_owner`.
-    :param locked: holds the writers' lock of the namespace folder given.
-    :returns: a note for each spare moved or left.
+        root, checked (None if none; ``()`` if it holds no whole line):
+        :func:`handoff_files.langgraph.layout.spare_owner`.
+    :param locked: holds the writers' lock of the namespace folder given (briefly: a busy one is left).
+    :returns: a note for each spare moved, removed or left.
     """
-    notes: list[str] = []
     try:
         with open_dir_under(root, root / SPARES_DIR) as spares_fd:
             if spares_fd is None:
-                return notes
+                return []
+            notes: list[str] = []
             for name in sorted(os.listdir(spares_fd)):
-                notes += _recover_one(root, name, spares_fd, owner_of, locked)
+                try:
+                    notes += _recover_one(root, name, spares_fd, owner_of, locked)
+                except (OSError, HandoffError) as exc:
+                    notes.append(f"{root / SPARES_DIR / name}: left where it is: {exc}")
+            return notes
     except (OSError, HandoffError) as exc:
-        notes.append(f"{root / SPARES_DIR}: cannot look through the spare files: {exc}")
-    return notes
+        return [f"{root / SPARES_DIR}: cannot look through the spare files: {exc}"]
 
 
 def _recover_one(
@@ -119,22 +192,23 @@ def _recover_one(
     locked: Callable[[Path], AbstractContextManager[None]],
 ) -> list[str]:
     path = root / SPARES_DIR / name
-    try:
-        st = os.lstat(name, dir_fd=spares_fd)
-    except FileNotFoundError:
-        return []
+    st = os.lstat(name, dir_fd=spares_fd)
     if st.st_size == 0:
         if not _alive(name):
-            with contextlib.suppress(OSError):
-                os.unlink(name, dir_fd=spares_fd)
+            os.unlink(name, dir_fd=spares_fd)
         return []
-    try:
-        parts = owner_of(path)
-    except HandoffError as exc:
-        return [f"{path}: a spare holding writes that do not read ({exc.reason}); left for a person"]
+    parts = owner_of(path)
     if parts is None:
-        return [f"{path}: a spare holding no whole line naming its file; left for a person"]
-    return [_move_back(root, name, spares_fd, root.joinpath(*parts), locked)]
+        return [f"{path}: a spare holding lines that name no writes file; left for a person"]
+    if not parts:  # a first line cut short: put_writes never returned
+        os.unlink(name, dir_fd=spares_fd)
+        return [f"{path}: a spare holding no whole line (never acknowledged), removed"]
+    target = root.joinpath(*parts)
+    with open_dir_under(root, target.parent) as writes_fd:
+        if writes_fd is None:  # its thread or namespace was deleted: so were its writes
+            os.unlink(name, dir_fd=spares_fd)
+            return [f"{path}: a spare holding writes for {target}, whose folder is gone; removed"]
+    return [_move_back(root, name, spares_fd, target, locked)]
 
 
 def _move_back(
@@ -161,14 +235,17 @@ def _move_back(
 
 
 def _alive(name: str) -> bool:
-    """Whether the process whose pid starts a spare's name may still hold it (unknown counts as alive)."""
-    pid, _, _ = name.partition("-")
+    """Whether the process that made a spare (``<pid>-<start>-<boot>-<hex>``) may still hold it (unknown: alive)."""
+    pid, start, boot, *_ = [*name.split("-"), "", "", ""]
     if not pid.isdigit():
         return False
+    if boot not in ("", "0", _boot()) and _boot():
+        return False  # made in an earlier boot
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
     except OSError as exc:
-        return exc.errno == errno.EPERM
-    return True
+        if exc.errno != errno.EPERM:
+            return True
+    return start in ("", "0") or _started(int(pid)) in ("", start)  # a reused pid started at another time

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
+from handoff_files.foundation.atomic import lexists
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffNotFoundError,
@@ -131,8 +132,8 @@ class Namespace:
             return self._store
 
     def open_for_writes(self) -> None:
-        """:meth:`HandoffStore.init` once per process: its checks list the folders, too much for every write."""
-        if not self._opened:
+        """:meth:`HandoffStore.init` once per process (its checks list the folders), and again if the thread went."""
+        if not self._opened or not lexists(self.layout.journal):  # deleted since (by another process)
             self.store.init()
             self._opened = True
 

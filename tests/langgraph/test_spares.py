@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
-from handoff_files.langgraph import HandoffSaver, layout
+from handoff_files.langgraph import HandoffSaver, layout, spares
 from handoff_files.langgraph.checkup import examine_saver_files
 from handoff_files.langgraph.spares import SPARES_DIR
+from handoff_files.thread.kind import thread_kind
+from handoff_files.thread.layout import ThreadDir
 
 _THREAD: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 
@@ -175,7 +177,110 @@ def test_a_spare_naming_a_path_outside_a_namespaces_writes_is_left_where_it_is(t
     fields = {"task_id": "task", "task_path": "", "idx": 0, "channel": "n", "value": 1, "file": named}
     spare = root / SPARES_DIR / f"{os.getpid()}-badbadbadbad"
     spare.write_bytes(json.dumps({**fields, "check": layout._check(fields)}).encode() + b"\n")
-    assert layout.spare_owner(spare) is None
+    assert spares.spare_owner(spare) is None
     HandoffSaver(root).get_tuple(_THREAD)
     assert spare.read_bytes()  # left for a person, nothing moved or made
     assert not (tmp_path / "elsewhere").exists()
+
+
+def _plant(root: Path, name: str, named: str) -> Path:
+    """A spare holding one whole line that names *named* (as a power loss may leave one, or a person plant it)."""
+    fields = {"task_id": "task", "task_path": "", "idx": 0, "channel": "n", "value": 1, "file": named}
+    spare = root / SPARES_DIR / name
+    spare.write_bytes(json.dumps({**fields, "check": layout._check(fields)}).encode() + b"\n")
+    return spare
+
+
+def test_a_spare_that_cannot_be_moved_never_stops_the_others_and_one_of_a_deleted_thread_goes(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    config = _put(saver, 1)
+    saver.put_writes(config, [("n", 7)], task_id="task")
+    named, _ = _undo_rename(root)
+    gone = _plant(root, "1-0-0-000000000001", "a/writes/00000001+x.jsonl")  # its thread deleted: sorted first
+    taken = _plant(root, "zz-0-0-000000000002", f"t/writes/{named.name}")  # sorted last: its file is back by then
+    got = HandoffSaver(root).get_tuple(config)
+    assert got is not None
+    assert got.pending_writes == [("task", "n", 7)]
+    assert not gone.exists()
+    assert taken.exists()  # its file is there now: left, and doctor names it
+    assert any(str(taken) in f.what for f in examine_saver_files(root / "t") if f.level == "error")
+
+
+def test_every_saver_call_sees_writes_a_power_loss_left_in_a_spare_list_and_copy_too(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    config = _put(saver, 1)
+    saver.put_writes(config, [("n", 7)], task_id="task")
+    _undo_rename(root)
+    fresh = HandoffSaver(root)
+    assert [item.pending_writes for item in fresh.list(None)] == [[("task", "n", 7)]]
+    fresh.copy_thread("t", "u")
+    copied = fresh.get_tuple({"configurable": {"thread_id": "u", "checkpoint_ns": ""}})
+    assert copied is not None
+    assert copied.pending_writes == [("task", "n", 7)]
+
+
+def test_savers_of_one_root_share_one_pool_so_spares_do_not_pile_up(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    for number in range(20):
+        saver = HandoffSaver(root)
+        config = saver.put(
+            {"configurable": {"thread_id": f"t{number}", "checkpoint_ns": ""}}, empty_checkpoint(), {}, {}
+        )
+        saver.put_writes(config, [("n", number)], task_id="task")
+    assert len(list((root / SPARES_DIR).iterdir())) < 16  # 8 + 16 made, 20 taken: one pool, not twenty
+
+
+def test_a_spare_of_an_earlier_process_with_this_pid_is_told_apart_by_its_start_time(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    saver.put_writes(_put(saver, 1), [("n", 1)], task_id="task")
+    reused = root / SPARES_DIR / f"{os.getpid()}-1-0-000000000003"  # this pid, started at tick 1: another process
+    reused.touch()
+    HandoffSaver(root)
+    assert not reused.exists()
+    assert list((root / SPARES_DIR).iterdir())  # this process's own are kept
+
+
+def test_a_spare_holding_only_a_line_cut_short_is_removed_and_one_naming_no_writes_file_is_reported(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    saver.put_writes(_put(saver, 1), [("n", 1)], task_id="task")
+    torn = root / SPARES_DIR / "1-0-0-000000000004"
+    torn.write_bytes(b'{"task_id":"task","ta')  # a power loss mid-append: put_writes never returned
+    odd = _plant(root, "1-0-0-000000000005", "t/writes/notes.txt")
+    HandoffSaver(root)
+    assert not torn.exists()
+    assert odd.exists()
+    errors = [f.what for f in examine_saver_files(root / "t") if f.level == "error"]
+    assert any(str(odd) in what and "naming no writes file" in what for what in errors)
+
+
+def test_doctor_refuses_a_link_in_place_of_the_spares_folder_and_reads_nothing_through_it(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    saver.put_writes(_put(saver, 1), [("n", 1)], task_id="task")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / SPARES_DIR).rename(tmp_path / "old-spares")
+    (root / SPARES_DIR).symlink_to(outside)
+    errors = [f.what for f in examine_saver_files(root / "t") if f.level == "error"]
+    assert errors
+    assert all("link" in what for what in errors)
+
+
+def test_a_thread_deleted_by_another_saver_is_recorded_as_the_savers_again_when_writes_remake_it(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "graphs"
+    first, second = HandoffSaver(root), HandoffSaver(root)
+    first.put_writes(_put(first, 1), [("n", 1)], task_id="task")
+    second.delete_thread("t")
+    ahead: Any = {
+        "configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "1f1f0000-0000-6000-8000-000000000000"}
+    }
+    first.put_writes(ahead, [("n", 2)], task_id="task")  # writes before their put (async durability)
+    assert thread_kind(ThreadDir(root / "t")) == "langgraph"
