@@ -62,7 +62,7 @@ def _spares(thread: Path) -> list[Finding]:
     root = saver_root(thread)
     try:
         with open_dir_under(root, root / SPARES_DIR) as fd:
-            held = [] if fd is None else sorted(name for name in os.listdir(fd) if os.lstat(name, dir_fd=fd).st_size)
+            held = [] if fd is None else sorted(name for name in os.listdir(fd) if _holds_lines(name, fd))
     except (OSError, HandoffError) as exc:
         return [Finding("error", f"{root / SPARES_DIR}: cannot look through the spare files: {exc}", kind="writes")]
     found = []
@@ -78,11 +78,22 @@ def _spares(thread: Path) -> list[Finding]:
         elif parts and parts[0] == thread.name:
             what = f"pending writes of {'/'.join(parts)} (a crash undid the rename to it)"
             advice = "the saver moves them back when it is next opened on this root; until then get_tuple misses them"
+            if root.joinpath(*parts).exists():
+                advice = (
+                    "that file exists too, so the saver leaves this one: compare the two, and merge its lines by hand"
+                )
             found.append(Finding("error", f"{path}: {what}", advice, kind="writes"))
     return found
 
 
 _SPARE_ADVICE = "the saver leaves it; look at it, then move it out of the spares' folder"
+
+
+def _holds_lines(name: str, fd: int) -> bool:
+    try:
+        return bool(os.lstat(name, dir_fd=fd).st_size)
+    except FileNotFoundError:
+        return False  # taken by a live writer since the listing
 
 
 _WRITES_ADVICE = (

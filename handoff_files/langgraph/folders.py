@@ -14,7 +14,7 @@ from handoff_files.langgraph.layout import (
     namespace_ready,
     thread_dirs,
 )
-from handoff_files.langgraph.spares import SPARES_DIR, recover, spare_owner, spares_of, to_recover
+from handoff_files.langgraph.spares import SPARES_DIR, Spares, recover, spare_owner, spares_of, to_recover
 from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.settings import Durability
 
@@ -42,10 +42,13 @@ class Folders:
         self.keep = keep
         self._namespaces: dict[Path, Namespace] = {}
         self._lock = threading.Lock()
-        #: empty files a checkpoint's first pending writes take (see :mod:`~handoff_files.langgraph.spares`)
-        self.spares = spares_of(root)
         if to_recover(root / SPARES_DIR):  # writes a power loss left in spares, before anything reads
             recover(root, spare_owner, lambda ns_dir: writer_lock(ns_dir, timeout=_RECOVERY_WAIT))
+
+    @property
+    def spares(self) -> Spares:
+        """The empty files a checkpoint's first pending writes take (see :mod:`~handoff_files.langgraph.spares`)."""
+        return spares_of(self.root)
 
     def thread_dir(self, thread_id: str) -> Path:
         """The folder of a thread (its root namespace)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import threading
 from collections.abc import Callable
@@ -32,11 +33,14 @@ from handoff_files.langgraph.layout import NAMESPACES_DIR, SPARES_DIR, WRITES_DI
 
 __all__ = ["SPARES_DIR", "Spares", "recover", "spare_owner", "spares_of", "to_recover"]
 
+_PART: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,254}")  # a folder or writes file the saver names
 _IN_THREAD: Final = 3  # <thread>/writes/<file>
 _IN_NAMESPACE: Final = 5  # <thread>/namespaces/<namespace>/writes/<file>
 _FIRST: Final = 8
 _MOST: Final = 64
 _CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_PID_DIGITS: Final = 10
+_NAME_FIELDS: Final = 4  # <pid>-<start>-<boot>-<hex>
 _POOLS: dict[str, Spares] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -70,6 +74,16 @@ class Spares:
         """Make no more spares: a rename of one into a thread failed across file systems (a mounted thread)."""
         with self._lock:
             self._off = True
+
+
+def _forked() -> None:
+    """In a forked child: locks another thread of the parent held would never be let go, and its spares are its."""
+    global _POOLS_LOCK  # noqa: PLW0603 -- the module's one lock, made anew in the child
+    _POOLS_LOCK = threading.Lock()
+    _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def spares_of(root: str | os.PathLike[str]) -> Spares:
@@ -132,7 +146,7 @@ def spare_owner(path: Path) -> tuple[str, ...] | None:
         return ()
     named = records[0].get("file")
     parts = tuple(named.split("/")) if isinstance(named, str) else ()
-    if not all(part and not part.startswith(".") for part in parts) or not writes_owner(parts[-1] if parts else "")[1]:
+    if not parts or not all(_PART.fullmatch(part) for part in parts) or not writes_owner(parts[-1])[1]:
         return None
     shapes = (len(parts) == _IN_THREAD and parts[1] == WRITES_DIR) or (
         len(parts) == _IN_NAMESPACE and parts[1] == NAMESPACES_DIR and parts[3] == WRITES_DIR
@@ -144,9 +158,16 @@ def to_recover(spares_dir: Path) -> bool:
     """Whether *spares_dir* holds a spare :func:`recover` acts on (holding lines, or a gone process's). Reads only."""
     try:
         with os.scandir(spares_dir) as listing:
-            return any(entry.stat(follow_symlinks=False).st_size or not _alive(entry.name) for entry in listing)
+            return any(_to_act_on(entry) for entry in listing)
     except OSError:
         return False  # none (the usual case), or not readable: the reader that needs it says so
+
+
+def _to_act_on(entry: os.DirEntry[str]) -> bool:
+    try:
+        return bool(entry.stat(follow_symlinks=False).st_size) or not _alive(entry.name)
+    except FileNotFoundError:
+        return False  # taken by a live writer since the listing
 
 
 def recover(
@@ -177,10 +198,10 @@ def recover(
             for name in sorted(os.listdir(spares_fd)):
                 try:
                     notes += _recover_one(root, name, spares_fd, owner_of, locked)
-                except (OSError, HandoffError) as exc:
+                except Exception as exc:
                     notes.append(f"{root / SPARES_DIR / name}: left where it is: {exc}")
             return notes
-    except (OSError, HandoffError) as exc:
+    except (OSError, HandoffError, ValueError) as exc:
         return [f"{root / SPARES_DIR}: cannot look through the spare files: {exc}"]
 
 
@@ -192,7 +213,10 @@ def _recover_one(
     locked: Callable[[Path], AbstractContextManager[None]],
 ) -> list[str]:
     path = root / SPARES_DIR / name
-    st = os.lstat(name, dir_fd=spares_fd)
+    try:
+        st = os.lstat(name, dir_fd=spares_fd)
+    except FileNotFoundError:
+        return []  # taken by a live writer since the listing
     if st.st_size == 0:
         if not _alive(name):
             os.unlink(name, dir_fd=spares_fd)
@@ -219,15 +243,13 @@ def _move_back(
     with locked(target.parent.parent), open_dir_under(root, target.parent) as writes_fd:
         if writes_fd is None:
             return f"{path}: a spare holding writes for {target}, whose folder is gone; left for a person"
-        try:
-            os.lstat(target.name, dir_fd=writes_fd)
-        except FileNotFoundError:
-            pass
-        else:
+        try:  # a link, then the spare's name dropped: never over a file made meanwhile
+            os.link(name, target.name, src_dir_fd=spares_fd, dst_dir_fd=writes_fd, follow_symlinks=False)
+        except FileExistsError:
             return f"{path}: a spare holding writes for {target}, which exists too; left for a person"
         try:
-            os.rename(name, target.name, src_dir_fd=spares_fd, dst_dir_fd=writes_fd)
             os.fsync(writes_fd)
+            os.unlink(name, dir_fd=spares_fd)
         except OSError as exc:
             msg = f"cannot move the spare holding writes back to {target}: {exc.strerror or exc}"
             raise HandoffWriteError(path, msg) from exc
@@ -235,10 +257,15 @@ def _move_back(
 
 
 def _alive(name: str) -> bool:
-    """Whether the process that made a spare (``<pid>-<start>-<boot>-<hex>``) may still hold it (unknown: alive)."""
+    """Whether the process that made a spare (``<pid>-<start>-<boot>-<hex>``) may still hold it (unknown: alive).
+
+    A name of an earlier release (``<pid>-<hex>``) is judged by its pid alone.
+    """
     pid, start, boot, *_ = [*name.split("-"), "", "", ""]
-    if not pid.isdigit():
+    if not (pid.isascii() and pid.isdigit() and len(pid) <= _PID_DIGITS):
         return False
+    if not (start.isascii() and start.isdigit()) or len(name.split("-")) < _NAME_FIELDS:
+        start, boot = "", ""  # an earlier release's name: no start time, no boot
     if boot not in ("", "0", _boot()) and _boot():
         return False  # made in an earlier boot
     try:
@@ -248,4 +275,6 @@ def _alive(name: str) -> bool:
     except OSError as exc:
         if exc.errno != errno.EPERM:
             return True
+    except (OverflowError, ValueError):
+        return False
     return start in ("", "0") or _started(int(pid)) in ("", start)  # a reused pid started at another time

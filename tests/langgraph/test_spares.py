@@ -284,3 +284,43 @@ def test_a_thread_deleted_by_another_saver_is_recorded_as_the_savers_again_when_
     }
     first.put_writes(ahead, [("n", 2)], task_id="task")  # writes before their put (async durability)
     assert thread_kind(ThreadDir(root / "t")) == "langgraph"
+
+
+@pytest.mark.parametrize("name", ["99999999999999999999-0-0-aa", "\u00b2-0-0-aa", "12-notanumber-0-aa", "-", "x"])
+def test_an_odd_spare_name_never_stops_a_saver_from_opening(tmp_path: Path, name: str) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    config = _put(saver, 1)
+    saver.put_writes(config, [("n", 1)], task_id="task")
+    (root / SPARES_DIR / name).touch()
+    got = HandoffSaver(root).get_tuple(config)
+    assert got is not None
+    assert got.pending_writes == [("task", "n", 1)]
+
+
+def test_a_spare_naming_a_path_with_a_nul_byte_never_stops_a_saver_from_opening(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    config = _put(saver, 1)
+    saver.put_writes(config, [("n", 1)], task_id="task")
+    spare = _plant(root, "1-0-0-000000000006", "t\x00x/writes/00000001+c.jsonl")
+    assert spares.spare_owner(spare) is None
+    assert HandoffSaver(root).get_tuple(config) is not None
+    assert spare.exists()
+
+
+def test_a_name_of_an_earlier_release_is_judged_by_its_pid_alone(tmp_path: Path) -> None:
+    assert spares._alive(f"{os.getpid()}-0123456789ab")
+    assert not spares._alive("999999999-0123456789ab")
+
+
+def test_doctor_advises_a_merge_when_the_spares_file_exists_too(tmp_path: Path) -> None:
+    root = tmp_path / "graphs"
+    saver = HandoffSaver(root)
+    config = _put(saver, 1)
+    saver.put_writes(config, [("n", 7)], task_id="task")
+    named, spare = _undo_rename(root)
+    named.write_bytes(b"")
+    findings = [f for f in examine_saver_files(root / "t") if str(spare) in f.what]
+    assert findings
+    assert "merge" in findings[0].advice
