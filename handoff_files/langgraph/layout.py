@@ -2,7 +2,7 @@
 
 ::
 
-    <root>/.spares/<pid>-<hex>        empty files a checkpoint's first writes take (handoff_files.langgraph.spares)
+    <root>/.spares/<pid>-…-<hex>      empty files a checkpoint's first writes take (handoff_files.langgraph.spares)
     <root>/<thread>/                  the thread's root namespace: a handoff thread directory
         handoff.json, state.json, journal.jsonl, history/00000001.json …   one generation per checkpoint
         writes/00000001+<checkpoint id>.jsonl   the pending writes of generation 1's checkpoint, one line each

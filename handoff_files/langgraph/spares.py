@@ -133,11 +133,12 @@ def _make(spares_fd: int, count: int) -> list[str]:
 
 
 def spare_owner(path: Path) -> tuple[str, ...] | None:
-    """The writes file a spare's lines name (see :func:`append_writes`), as parts under the saver's root.
+    """The writes file a spare's lines name (:func:`~handoff_files.langgraph.layout.append_writes`), as parts.
 
     ``()`` if it holds no whole line (a first append cut short: never acknowledged); None if its
     lines name no writes file of a namespace: ``<thread>/writes/<file>`` or
-    ``<thread>/namespaces/<namespace>/writes/<file>``, no part a dot name.
+    ``<thread>/namespaces/<namespace>/writes/<file>`` under the saver's root, each part a name the
+    saver makes (no dot name, no NUL, no link out).
 
     :raises HandoffError: if its lines do not read.
     """
@@ -186,7 +187,7 @@ def recover(
 
     :param owner_of: reads a spare's lines and returns the path they carry, as parts under the
         root, checked (None if none; ``()`` if it holds no whole line):
-        :func:`handoff_files.langgraph.layout.spare_owner`.
+        :func:`spare_owner`.
     :param locked: holds the writers' lock of the namespace folder given (briefly: a busy one is left).
     :returns: a note for each spare moved, removed or left.
     """
