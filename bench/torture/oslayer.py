@@ -405,17 +405,24 @@ class Recorder(Layer):
         elif op.kind == "truncate":
             self.sizes[op.inode] = op.offset
 
+    def _where(self, path: Any, dir_fd: int | None) -> str | None:
+        """The name under the root of *path*, relative to the directory *dir_fd* if given; None if outside it."""
+        if dir_fd is None:
+            return self._relative(path)
+        base = self._dirs.get(dir_fd)
+        if base is None:
+            return None  # a directory outside the root (or not opened while tracing)
+        joined = os.path.normpath(os.path.join(base, os.fsdecode(path)))  # noqa: PTH118 -- plain relative strings
+        return None if joined == ".." or joined.startswith("../") else joined
+
     def _on_open(self, call: Call, real: Callable[..., Any]) -> Any:
-        if call.kwargs.get("dir_fd") is not None:
-            msg = "os.open with dir_fd is not modelled"
-            raise RuntimeError(msg)
-        name = self._relative(call.args[0])
+        name = self._where(call.args[0], call.kwargs.get("dir_fd"))
         before = None if name is None else self.tree.get(name)
         fd = real(*call.args, **call.kwargs)
         flags = call.args[1]
         if name is None:
             return fd
-        if before == DIR:
+        if before == DIR or name == "." or flags & os.O_DIRECTORY:
             self._dirs[fd] = name
             return fd
         if before is None:
@@ -478,7 +485,8 @@ class Recorder(Layer):
         return self._move(call, real, "link")
 
     def _move(self, call: Call, real: Callable[..., Any], kind: Literal["rename", "link"]) -> Any:
-        source, dest = (self._relative(path) for path in call.args[:2])
+        source = self._where(call.args[0], call.kwargs.get("src_dir_fd"))
+        dest = self._where(call.args[1], call.kwargs.get("dst_dir_fd"))
         result = real(*call.args, **call.kwargs)
         if (source is None) != (dest is None):
             msg = f"{kind} across the traced root's edge is not modelled: {call.args[:2]}"
@@ -506,7 +514,7 @@ class Recorder(Layer):
         return result
 
     def _on_unlink(self, call: Call, real: Callable[..., Any]) -> Any:
-        name = self._relative(call.args[0])
+        name = self._where(call.args[0], call.kwargs.get("dir_fd"))
         inode = None if name is None else self.tree.get(name)
         result = real(*call.args, **call.kwargs)
         if name is not None and inode is not None:
@@ -514,7 +522,7 @@ class Recorder(Layer):
         return result
 
     def _on_mkdir(self, call: Call, real: Callable[..., Any]) -> Any:
-        name = self._relative(call.args[0])
+        name = self._where(call.args[0], call.kwargs.get("dir_fd"))
         result = real(*call.args, **call.kwargs)
         if name is not None:
             self._log(Op("mkdir", name))
