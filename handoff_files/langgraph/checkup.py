@@ -16,7 +16,7 @@ from pathlib import Path
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.blobs import BLOBS_DIR, unstash
-from handoff_files.langgraph.layout import WRITES_DIR, read_writes, writes_owner
+from handoff_files.langgraph.layout import WRITES_DIR, read_writes
 from handoff_files.langgraph.spares import SPARES_DIR, spare_owner
 from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.findings import Finding
@@ -43,7 +43,6 @@ def _writes(ns_dir: Path) -> list[Finding]:
     except OSError as exc:
         return [Finding("error", f"{folder}: cannot list the pending writes: {exc.strerror or exc}", kind="writes")]
     bad = []
-    names = [name for name in names if writes_owner(name)[1]]
     for name in names:
         try:
             read_writes(folder / name)

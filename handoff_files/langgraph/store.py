@@ -382,8 +382,7 @@ class Namespace:
         try:
             with open_dir_under(self.path, self.path / WRITES_DIR) as folder:
                 for name in os.listdir(folder) if folder is not None else []:
-                    if writes_owner(name)[1]:  # a writes file (a stray name is none of the saver's)
-                        named |= blob_refs(record.get("value") for record in read_writes(self.path / WRITES_DIR / name))
+                    named |= blob_refs(record.get("value") for record in read_writes(self.path / WRITES_DIR / name))
         except (OSError, HandoffError):
             return
         collect(self.path, frozenset(named))
