@@ -64,6 +64,14 @@ def test_each_checkpoints_first_pending_writes_cost_one_flush_as_a_sqlite_commit
         assert got.pending_writes == [("task", "n", step)]
 
 
+def _writes_a_power_loss_unnamed(root: Path) -> tuple[Any, Path, Path]:
+    """A checkpoint with one acknowledged write whose rename a power loss undid: its config, the file, the spare."""
+    saver = HandoffSaver(root)
+    config = _put(saver, 1)
+    saver.put_writes(config, [("n", 7)], task_id="task")
+    return (config, *_undo_rename(root))
+
+
 def _undo_rename(root: Path) -> tuple[Path, Path]:
     """What a power loss may leave: the writes file back under its spare's name (its data flushed, its rename not)."""
     (named,) = (root / "t" / "writes").glob("*.jsonl")
@@ -96,10 +104,7 @@ def test_writes_whose_rename_a_power_loss_undid_are_read_by_the_next_process_und
 
 def test_a_spare_holding_writes_whose_name_is_taken_is_left_for_a_person_and_doctor_names_it(tmp_path: Path) -> None:
     root = tmp_path / "graphs"
-    saver = HandoffSaver(root)
-    config = _put(saver, 1)
-    saver.put_writes(config, [("n", 7)], task_id="task")
-    named, spare = _undo_rename(root)
+    config, named, spare = _writes_a_power_loss_unnamed(root)
     named.write_bytes(b"")  # another file took the name meanwhile
     HandoffSaver(root).get_tuple(config)
     assert spare.stat().st_size > 0
@@ -193,10 +198,7 @@ def _plant(root: Path, name: str, named: str) -> Path:
 
 def test_a_spare_that_cannot_be_moved_never_stops_the_others_and_one_of_a_deleted_thread_goes(tmp_path: Path) -> None:
     root = tmp_path / "graphs"
-    saver = HandoffSaver(root)
-    config = _put(saver, 1)
-    saver.put_writes(config, [("n", 7)], task_id="task")
-    named, _ = _undo_rename(root)
+    config, named, _ = _writes_a_power_loss_unnamed(root)
     gone = _plant(root, "1-0-0-000000000001", "a/writes/00000001+x.jsonl")  # its thread deleted: sorted first
     taken = _plant(root, "zz-0-0-000000000002", f"t/writes/{named.name}")  # sorted last: its file is back by then
     got = HandoffSaver(root).get_tuple(config)
@@ -209,10 +211,7 @@ def test_a_spare_that_cannot_be_moved_never_stops_the_others_and_one_of_a_delete
 
 def test_every_saver_call_sees_writes_a_power_loss_left_in_a_spare_list_and_copy_too(tmp_path: Path) -> None:
     root = tmp_path / "graphs"
-    saver = HandoffSaver(root)
-    config = _put(saver, 1)
-    saver.put_writes(config, [("n", 7)], task_id="task")
-    _undo_rename(root)
+    _writes_a_power_loss_unnamed(root)
     fresh = HandoffSaver(root)
     assert [item.pending_writes for item in fresh.list(None)] == [[("task", "n", 7)]]
     fresh.copy_thread("t", "u")
@@ -316,10 +315,7 @@ def test_a_name_of_an_earlier_release_is_judged_by_its_pid_alone(tmp_path: Path)
 
 def test_doctor_advises_a_merge_when_the_spares_file_exists_too(tmp_path: Path) -> None:
     root = tmp_path / "graphs"
-    saver = HandoffSaver(root)
-    config = _put(saver, 1)
-    saver.put_writes(config, [("n", 7)], task_id="task")
-    named, spare = _undo_rename(root)
+    _, named, spare = _writes_a_power_loss_unnamed(root)
     named.write_bytes(b"")
     findings = [f for f in examine_saver_files(root / "t") if str(spare) in f.what]
     assert findings
