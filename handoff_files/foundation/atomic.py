@@ -26,7 +26,9 @@ __all__ = [
     "fsync_file",
     "is_real_dir",
     "lexists",
+    "open_to_read",
     "read_bytes",
+    "read_open",
     "remove_stray_temps",
     "stray_temps",
     "write_all",
@@ -179,8 +181,22 @@ def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple
     :raises HandoffTooLargeError: past *limit* (checked before reading).
     :raises HandoffError: if it is not a regular file, or on another OS error.
     """
+    fd, st = open_to_read(path, limit, follow_symlinks=follow_symlinks)
+    try:
+        return read_open(fd, st, path, limit), st
+    finally:
+        # a failed close of a file only read loses nothing, and must not hide the read's own error
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def open_to_read(path: str | Path, limit: int, *, follow_symlinks: bool = True) -> tuple[int, os.stat_result]:
+    """Open a regular file of at most *limit* bytes to read: its descriptor (the caller closes it) and ``stat``.
+
+    :raises HandoffNotFoundError, HandoffTooLargeError, HandoffError: as :func:`read_bytes`.
+    """
     # O_NONBLOCK: a FIFO in the file's place must not hang the reader before the regular-file check
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else os.O_NOFOLLOW)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError as exc:
@@ -193,17 +209,41 @@ def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple
         msg = f"cannot open: {exc.strerror or exc}"
         raise HandoffError(path, msg) from exc
     try:
+        st = _opened(fd, path, limit)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    return fd, st
+
+
+def _opened(fd: int, path: str | Path, limit: int) -> os.stat_result:
+    """The ``stat`` of a file opened to read, checked: a regular file of at most *limit* bytes."""
+    try:
         st = os.fstat(fd)
-        if not _is_regular(st):
-            msg = "not a regular file"
-            raise HandoffError(path, msg)
-        if st.st_size > limit:
-            msg = f"file is {st.st_size:,} bytes, over the {limit:,}-byte limit for a handoff"
-            raise HandoffTooLargeError(path, msg)
-        chunks = []
-        total = 0
+    except OSError as exc:
+        msg = f"cannot read: {exc.strerror or exc}"
+        raise HandoffError(path, msg) from exc
+    if not _is_regular(st):
+        msg = "not a regular file"
+        raise HandoffError(path, msg)
+    if st.st_size > limit:
+        msg = f"file is {st.st_size:,} bytes, over the {limit:,}-byte limit for a handoff"
+        raise HandoffTooLargeError(path, msg)
+    return st
+
+
+def read_open(fd: int, st: os.stat_result, path: Path, limit: int) -> bytes:
+    """Read the whole of a file :func:`open_to_read` opened (*st*: its ``stat``), from its start.
+
+    :raises HandoffTooLargeError: if it grew past *limit* while being read.
+    :raises HandoffError: on an OS error.
+    """
+    chunks = []
+    total = 0
+    try:
         while True:
-            chunk = os.read(fd, max(st.st_size + 1 - total, 1 << 16))
+            chunk = os.pread(fd, max(st.st_size + 1 - total, 1 << 16), total)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -211,15 +251,10 @@ def read_bytes(path: Path, limit: int, *, follow_symlinks: bool = True) -> tuple
             if total > limit:
                 msg = f"file grew past the {limit:,}-byte limit while being read"
                 raise HandoffTooLargeError(path, msg)
-        data = b"".join(chunks)
     except OSError as exc:
         msg = f"cannot read: {exc.strerror or exc}"
         raise HandoffError(path, msg) from exc
-    finally:
-        # a failed close of a file only read loses nothing, and must not hide the read's own error
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    return data, st
+    return b"".join(chunks)
 
 
 def _stat_or_none(path: Path, *, follow_symlinks: bool) -> os.stat_result | None:
