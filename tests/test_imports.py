@@ -20,6 +20,7 @@ NEVER_AT_START = (
     "handoff_files.inbox",
     "handoff_files.compat",
     "handoff_files.langgraph",
+    "cryptography",  # signatures: loaded to sign or check one, never for an unsigned thread
 )
 
 

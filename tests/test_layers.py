@@ -21,6 +21,7 @@ MIGRATIONS: Final = ROOT / "migrations"
 LAYERS: Final[dict[str, int]] = {
     "foundation": 0,
     "format": 1,
+    "signing": 1,  # SSHSIG signatures and who is trusted (a sibling of format: neither imports the other)
     "migrations": 2,  # the steps use format's constants; format finds them by name (importlib), not by import
     "thread": 3,
     "watchers": 4,

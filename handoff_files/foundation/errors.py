@@ -29,12 +29,15 @@ __all__ = [
     "InvalidTransitionError",
     "NoHandoffError",
     "SealError",
+    "SignatureError",
+    "SigningKeyError",
     "ThreadKindError",
     "TransferRefusedError",
     "UncertainWriteError",
     "UnknownRequestError",
     "UnsealedEditError",
     "UnsupportedVersionError",
+    "UntrustedSignerError",
     "WrongCodeError",
 ]
 
@@ -180,3 +183,16 @@ class WrongCodeError(HandoffError):
 
 class AckKeyError(HandoffError):
     """The acknowledgement key cannot be made or read, or is not a key the user alone can read."""
+
+
+class SigningKeyError(HandoffError):
+    """A signing key file cannot be used: missing, not Ed25519, passphrase-protected, malformed, or open to others."""
+
+
+class SignatureError(HandoffError):
+    """A signature is malformed, is for another namespace, or does not verify over what it signs."""
+
+
+class UntrustedSignerError(SignatureError):
+    """A signature verifies, but its key is not trusted for it: not in ``allowed_signers`` (for that
+    namespace, at that time), or revoked."""

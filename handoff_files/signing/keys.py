@@ -1,0 +1,206 @@
+"""Signing keys: an OpenSSH Ed25519 private key read from a file, or made for an agent that has none.
+
+A person signs with the key they already sign git commits with (``~/.ssh/id_ed25519``, unencrypted,
+or one made for the purpose); an agent running as a service gets its own from ``handoff keys
+create``. Which key a save uses: the one it is given, else the one the user's configuration names
+(:func:`configured_key`), else none (the save is unsigned, as before signatures existed).
+
+A private key file is refused, as ``ssh`` refuses it, when another user could read it (a mode
+other than owner-only), and when it is passphrase-protected (this library asks no one for a
+passphrase; ``ssh-agent`` support is not written yet).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from handoff_files.foundation.atomic import fsync_dir, read_bytes
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, SigningKeyError
+from handoff_files.signing import sshsig
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+__all__ = [
+    "CONFIG_NAME",
+    "KEY_ENV",
+    "SigningKey",
+    "config_dir",
+    "configured_key",
+    "create_key",
+    "load_signing_key",
+]
+
+#: The environment variable naming the signing key file, before the configuration file.
+KEY_ENV: Final = "HANDOFF_FILES_SIGNING_KEY"
+#: The configuration file in :func:`config_dir`: TOML, ``signing_key = "PATH"`` (``~`` expanded).
+CONFIG_NAME: Final = "config.toml"
+_MAX_KEY_FILE: Final = 16 * 1024  # an Ed25519 key file is ~400 bytes
+_MAX_CONFIG: Final = 64 * 1024
+_PRIVATE_MODE: Final = 0o600
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """An Ed25519 private key, and the file it came from."""
+
+    private: Ed25519PrivateKey
+    path: Path
+
+    @property
+    def key(self) -> bytes:
+        """The public key's SSH wire blob."""
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: PLC0415 -- lazy
+
+        return sshsig.key_blob(self.private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+
+    @property
+    def public_line(self) -> str:
+        """``ssh-ed25519 AAAA…``, the key as a ``.pub`` file and ``allowed_signers`` write it."""
+        return sshsig.key_line(self.key)
+
+    @property
+    def fingerprint(self) -> str:
+        """``SHA256:…``, as ``ssh-keygen -l`` prints the key."""
+        return sshsig.fingerprint(self.key)
+
+    def sign(self, message: bytes) -> str:
+        """The armored SSHSIG signature of *message* (namespace ``handoff-files``)."""
+        return sshsig.sign(message, self.private)
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/handoff-files`` (``~/.config/handoff-files`` when unset): ``allowed_signers`` and
+    ``config.toml`` live there, outside every thread."""
+    base = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(base) if base else Path.home() / ".config") / "handoff-files"
+
+
+def configured_key() -> Path | None:
+    """The signing key the user's configuration names: ``$HANDOFF_FILES_SIGNING_KEY``, else
+    ``signing_key`` in ``config.toml``; None if neither does.
+
+    :raises HandoffParseError: if ``config.toml`` is not TOML, or its ``signing_key`` not a string.
+    """
+    named = os.environ.get(KEY_ENV)
+    if named:
+        return Path(named).expanduser()
+    config = config_dir() / CONFIG_NAME
+    try:
+        data, _ = read_bytes(config, _MAX_CONFIG)
+    except HandoffNotFoundError:
+        return None
+    from handoff_files.foundation.errors import HandoffParseError  # noqa: PLC0415 -- only on this path
+
+    try:
+        settings = tomllib.loads(data.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        msg = f"not a TOML file: {exc}"
+        raise HandoffParseError(config, msg) from exc
+    value = settings.get("signing_key")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        msg = f"signing_key must be a path in quotes, not {value!r}"
+        raise HandoffParseError(config, msg)
+    return Path(value).expanduser()
+
+
+def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
+    """Read an OpenSSH Ed25519 private key (``-----BEGIN OPENSSH PRIVATE KEY-----``).
+
+    :raises SigningKeyError: if it is missing, not a regular file, readable or writable by another
+        user, passphrase-protected, not Ed25519, or not a key.
+    """
+    from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415 -- lazy
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: PLC0415
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key  # noqa: PLC0415
+
+    target = Path(path)
+    try:
+        data, st = read_bytes(target, _MAX_KEY_FILE)
+    except HandoffNotFoundError as exc:
+        msg = "no such key file (`handoff keys create PATH` makes one)"
+        raise SigningKeyError(target, msg) from exc
+    except HandoffError as exc:
+        raise SigningKeyError(target, exc.reason) from exc
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        msg = (
+            f"a private key must be this user's and readable by no one else (mode {stat.S_IMODE(st.st_mode):04o}, "
+            f"owner uid {st.st_uid}); chmod 600 it, as ssh asks"
+        )
+        raise SigningKeyError(target, msg)
+    try:
+        private = load_ssh_private_key(data, password=None)
+    except TypeError as exc:  # cryptography: "Password was not given but private key is encrypted"
+        msg = "passphrase-protected: this library asks for no passphrase; sign with an unencrypted key kept 0600"
+        raise SigningKeyError(target, msg) from exc
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        msg = f"not an OpenSSH private key: {exc}"
+        raise SigningKeyError(target, msg) from exc
+    if not isinstance(private, Ed25519PrivateKey):
+        msg = f"a {type(private).__name__.removeprefix('_')} key; handoffs are signed with Ed25519 keys only"
+        raise SigningKeyError(target, msg)
+    return SigningKey(private, target)
+
+
+def create_key(path: str | os.PathLike[str], *, comment: str = "") -> SigningKey:
+    """Make a new Ed25519 key: *path* (OpenSSH private key, mode 0600) and *path*``.pub`` (its public line).
+
+    Neither file may exist (a key is never overwritten); the folder is made (0700) if missing.
+    Both are flushed before return.
+
+    :raises SigningKeyError: if either file exists, or they cannot be written.
+    """
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: PLC0415 -- lazy
+    from cryptography.hazmat.primitives.serialization import (  # noqa: PLC0415
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+    )
+
+    target = Path(path)
+    public = target.with_name(target.name + ".pub")
+    for existing in (target, public):
+        if os.path.lexists(existing):
+            msg = "already exists: a key is never overwritten (choose another path, or remove it first)"
+            raise SigningKeyError(existing, msg)
+    key = SigningKey(Ed25519PrivateKey.generate(), target)
+    private = key.private.private_bytes(Encoding.PEM, PrivateFormat.OpenSSH, NoEncryption())
+    line = key.public_line + (f" {comment}" if comment else "") + "\n"
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write_new(target, private, _PRIVATE_MODE)
+        _write_new(public, line.encode(), 0o644)
+        fsync_dir(target.parent)
+    except (OSError, HandoffError) as exc:
+        reason = exc.reason if isinstance(exc, HandoffError) else (exc.strerror or str(exc))
+        msg = f"cannot write the key: {reason}"
+        raise SigningKeyError(target, msg) from exc
+    return key
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Write *data* to a new file at *path* with *mode*, whole or not at all (a temp file linked into place)."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        os.fchmod(fd, mode)  # not widened or narrowed by the umask
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(temp, path)  # fails if the name was taken meanwhile: never over another file
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
