@@ -4,14 +4,16 @@ An entry is the :class:`Handoff` a load verified, kept under the path it was loa
 identity of the file it was read from: device, inode, size, and modification and change times in
 nanoseconds (``fstat`` of the opened file, so what is checked is what would be read). A later
 load of that path opens the file again and returns the kept object when the identity is the same.
-A save replaces a file by renaming a new one over it (a new inode); an edit in place changes the
-change time, which nothing but the kernel sets. One case is left: a file changed in place again
-within one tick of the file system's clock, at the same size, keeps its times; so an entry whose
-file changed shortly before it was read (:data:`RACY_NS`) keeps the bytes read too, and a hit on
-it reads the file and compares them (git's "racily clean" index entries, handled the same way).
+A save replaces a file by renaming a new one over it (a new inode); a ``write`` in place changes
+the change time, which nothing but the kernel sets. A file changed in place again within one tick
+of the file system's clock, at the same size, keeps its times; so an entry whose file changed
+shortly before it was read (:data:`RACY_NS`) keeps the bytes read too, and a hit on it reads the
+file and compares them (git's "racily clean" index entries, handled the same way). What no time
+shows, as git cannot either: a write through a shared memory mapping to a page already dirty.
 
 Only what verified against its seal is kept (not a migrated older file, never an error), at most
-:data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` of files, least recently used first out.
+:data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` of files (their sizes, not the objects' memory),
+least recently used first out.
 
 The object returned is shared by every load that hits, which is the point (no copy is made):
 treat it as read-only. Its models are frozen; its dicts and lists are not, and a change to one

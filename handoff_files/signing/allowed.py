@@ -6,31 +6,44 @@ One entry per line, as ``ssh-keygen -Y verify -f allowed_signers`` reads it::
     build-agent@ci valid-before="20270101Z" ssh-ed25519 AAAAC3Nz…
     build-agent@ci valid-after="20270101Z" ssh-ed25519 AAAAC3Nz…
 
-- the principals: comma-separated, ``*`` and ``?`` as wildcards, a leading ``!`` for "not";
+- the principals: comma-separated, ``*`` and ``?`` as wildcards (nothing else is special), a
+  leading ``!`` for "not"; in double quotes if they hold blank space;
 - options (optional): ``namespaces="…"`` (the namespaces the key may sign in; patterns),
-  ``valid-after="…"``, ``valid-before="…"`` (``YYYYMMDD[HHMM[SS]]``, UTC with a trailing ``Z``,
-  else local time), ``cert-authority`` (a CA for certificates: read, never matched, since
-  handoffs are signed with plain keys);
-- the key, then a comment. Blank lines and lines starting with ``#`` are skipped.
+  ``valid-after="…"``, ``valid-before="…"`` (``YYYYMMDD[HHMM[SS]]``, then ``Z`` or ``UTC`` for
+  UTC, else local time; after 1970; before after after), ``cert-authority`` (a CA for
+  certificates: read, never matched, since handoffs are signed with plain keys). Values are in
+  double quotes (``\\"`` for a quote); an option given twice is refused;
+- the key, then a comment (anything). Blank lines and lines starting with ``#`` are skipped.
+  Lines end at ``\\n`` alone; words are split at spaces and tabs alone.
 
-Rotation is a new line for the new key and ``valid-before`` on the old one: a signature is judged
+Each rule is OpenSSH's (``sshsig.c``, ``misc.c``), checked against ``ssh-keygen -Y verify`` line
+by line in the tests. As there, a line that cannot be read is passed over (it trusts no one) and
+the rest still count; :attr:`AllowedSigners.problems` tells each.
+
+Rotation is a new line for the new key and ``valid-before`` on the old one. A signature is judged
 at the time the signed generation says it was made (its ``created_at``, which the signature
-covers), so what the old key signed before stays valid and what it signs after does not.
+covers): what the old key signed before stays valid, and a generation it signs later saying so is
+refused. What ``valid-before`` cannot stop is a retired key still held by someone who writes an
+earlier ``created_at``: a key that may be in the wrong hands is revoked, not retired.
 Keys of other types (``ssh-rsa``, ``ecdsa-…``; a team's file for git may list them) are read and
 never match. The revoked-keys list holds public key lines (``ssh-ed25519 AAAA…``), as the plain
-form of ``ssh-keygen -Y verify -r`` does; a binary KRL is refused with a clear error.
+form of ``ssh-keygen -Y verify -r`` does; a binary KRL is refused, and so is the whole list when
+one of its lines cannot be read (it might have been a revocation).
 
 Both files are bounded (1 MiB, 10,000 lines, 8 KiB a line) before anything is parsed, and
-refused when writable by anyone but their owner (whoever can write them is trusted).
+refused unless they are this user's (or root's) and writable by their owner only: ssh's rule for
+``authorized_keys``, since whoever can write them decides whom the library trusts.
 """
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
-import fnmatch
+import functools
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +62,7 @@ _MAX_BYTES: Final = 1024 * 1024
 _MAX_LINES: Final = 10_000
 _MAX_LINE: Final = 8 * 1024
 _KEY_TYPES: Final = re.compile(r"(ssh-|ecdsa-|sk-|rsa-sha2-)[a-z0-9@.\-]+")
-_TIME: Final = re.compile(r"(\d{8})(\d{4}(\d{2})?)?(Z)?", re.IGNORECASE)
+_BLANK: Final = " \t"  # OpenSSH splits a line's words at spaces and tabs, never at other blank space
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,29 +95,37 @@ def _matches(name: str, patterns: Iterable[str]) -> bool:
     found = False
     for pattern in patterns:
         negated = pattern.startswith("!")
-        if fnmatch.fnmatchcase(name, pattern[1:] if negated else pattern):
+        if _pattern(pattern[1:] if negated else pattern).fullmatch(name):
             if negated:
                 return False
             found = True
     return found
 
 
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    """OpenSSH's ``match_pattern``: ``*`` any run, ``?`` one character, everything else itself (no ``[…]``)."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
+
+
 class AllowedSigners:
     """The trusted keys of an ``allowed_signers`` file (empty when it does not exist)."""
 
-    def __init__(self, entries: Iterable[Allowed], path: Path | None = None) -> None:
+    def __init__(self, entries: Iterable[Allowed], path: Path | None = None, problems: Iterable[str] = ()) -> None:
         self.entries = tuple(entries)
         #: the file read, named in errors (None: made in memory)
         self.path = path
+        #: the lines passed over, each "line N: reason" (a line that cannot be read trusts no one)
+        self.problems = tuple(problems)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, missing_ok: bool = False) -> AllowedSigners:
-        """Read *path*.
+        """Read *path*; a line that cannot be read is passed over and told in :attr:`problems`.
 
         :param missing_ok: a missing file is an empty list (no one trusted), not an error.
         :raises HandoffNotFoundError: if it does not exist (without *missing_ok*).
-        :raises HandoffParseError: if it is too large or a line cannot be read (naming the line).
-        :raises HandoffError: if it is writable by another user, or not a regular file.
+        :raises HandoffParseError: if it is too large, has too many lines, or is not UTF-8.
+        :raises HandoffError: if someone other than its owner may write it, or it is not a regular file.
         """
         target = Path(path)
         try:
@@ -117,18 +138,21 @@ class AllowedSigners:
 
     @classmethod
     def parse(cls, text: str, where: str | os.PathLike[str]) -> AllowedSigners:
-        """Read the lines of an ``allowed_signers`` file (*where* is named in errors)."""
-        entries = []
-        for number, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
+        """Read the lines of an ``allowed_signers`` file (*where* names it).
+
+        As ``ssh-keygen`` does, a line that cannot be read is passed over (it trusts no one) and the
+        others still count; each is told in :attr:`problems`. Lines end at ``\\n`` alone.
+        """
+        entries, problems = [], []
+        for number, raw in enumerate(text.split("\n"), 1):
+            line = raw.lstrip(_BLANK)
+            if not line.rstrip(_BLANK + "\r") or line.startswith("#"):
                 continue
             try:
                 entries.append(_entry(line, number))
             except ValueError as exc:
-                msg = f"line {number}: {exc}"
-                raise HandoffParseError(where, msg) from exc
-        return cls(entries, Path(where))
+                problems.append(f"line {number}: {exc}")
+        return cls(entries, Path(where), problems)
 
     def signer_of(
         self,
@@ -137,10 +161,12 @@ class AllowedSigners:
         at: dt.datetime,
         revoked: frozenset[bytes] = frozenset(),
         namespace: str = NAMESPACE,
+        principal: str | None = None,
         where: str | os.PathLike[str] = "",
     ) -> str:
         """The principals trusted to have made *signed* at time *at* (a verified signature's key).
 
+        :param principal: only lines naming this principal count (``ssh-keygen -Y verify -I``).
         :param where: the signed file, named in the error.
         :raises UntrustedSignerError: if the key is revoked, on no line, on lines that do not allow
             *namespace*, or on lines whose validity does not hold at *at* (each told apart).
@@ -150,8 +176,11 @@ class AllowedSigners:
             msg = f"signed by {signed.fingerprint}, a revoked key"
             raise UntrustedSignerError(place, msg)
         lines = [entry for entry in self.entries if entry.key == signed.key and not entry.cert_authority]
+        if principal is not None:
+            lines = [entry for entry in lines if entry.matches(principal)]
         if not lines:
-            msg = f"signed by {signed.fingerprint}, a key not in {self.path or ALLOWED_NAME}"
+            whose = f" for {principal}" if principal is not None else ""
+            msg = f"signed by {signed.fingerprint}, a key not in {self.path or ALLOWED_NAME}{whose}"
             raise UntrustedSignerError(place, msg)
         lines = [entry for entry in lines if entry.allows(namespace)]
         if not lines:
@@ -174,94 +203,148 @@ def _window(entry: Allowed) -> str:
     return f"{entry.principal}: from {after} to {before} (line {entry.line})"
 
 
-def _split(text: str, at: str) -> list[str]:
-    """Split *text* where *at* (blank space, or a comma) is outside double quotes; the quotes are kept."""
-    parts: list[str] = []
-    current: list[str] = []
+def _next_token(line: str, at: int) -> tuple[str, int]:
+    """The token at *at* (blank space outside double quotes ends it; ``\\"`` inside quotes is a quote),
+    and where the next one starts. Raises ValueError for a quote not closed."""
     quoted = False
-    for char in text:
+    index = at
+    while index < len(line):
+        char = line[index]
+        if quoted and char == "\\" and line[index + 1 : index + 2] == '"':
+            index += 2
+            continue
         if char == '"':
             quoted = not quoted
-        if not quoted and (char.isspace() if at == " " else char == at):
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
+        elif not quoted and char in _BLANK + "\r":
+            break
+        index += 1
     if quoted:
         msg = "a quote is not closed"
         raise ValueError(msg)
-    parts.append("".join(current))
-    return [part for part in parts if part] if at == " " else parts
-
-
-def _unquoted(text: str) -> str:
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+    token = line[at:index]
+    while index < len(line) and line[index] in _BLANK + "\r":
+        index += 1
+    return token, index
 
 
 def _entry(line: str, number: int) -> Allowed:
+    """One line: principals, options (when the next word is not a key type), the key; the rest is a comment."""
     if len(line) > _MAX_LINE:
         msg = f"longer than {_MAX_LINE:,} characters"
         raise ValueError(msg)
-    tokens = _split(line, " ")
-    if len(tokens) < 3:
+    first, at = _next_token(line, 0)
+    principals = tuple(p for p in _unquoted(first).split(",") if p)
+    if not principals or at >= len(line):
         msg = "expected: principals [options] key-type key [comment]"
         raise ValueError(msg)
-    principals = tuple(p for p in _unquoted(tokens[0]).split(",") if p)
-    if not principals:
-        msg = "no principal"
-        raise ValueError(msg)
+    word, after = _next_token(line, at)
     options: dict[str, str | None] = {}
-    rest = tokens[1:]
-    if not _KEY_TYPES.fullmatch(rest[0]):
-        options = _options(rest[0])
-        rest = rest[1:]
-    if len(rest) < 2 or not _KEY_TYPES.fullmatch(rest[0]):
-        msg = f"no key after the principals and options (found {rest[0] if rest else 'nothing'!r})"
+    if not _KEY_TYPES.fullmatch(word):
+        options = _options(word)
+        at = after
+    key_type, at = _next_token(line, at) if at < len(line) else ("", at)
+    encoded = line[at:].split(None, 1)[0] if line[at:].strip() else ""
+    if not _KEY_TYPES.fullmatch(key_type) or not encoded:
+        msg = f"no key after the principals and options (found {key_type or 'nothing'!r})"
         raise ValueError(msg)
-    key = parse_key_line(f"{rest[0]} {rest[1]}")
+    key = parse_key_line(f"{key_type} {encoded}")
     namespaces = options.get("namespaces")
+    valid_after, valid_before = _time(options.get("valid-after")), _time(options.get("valid-before"))
+    if valid_after is not None and valid_before is not None and valid_before <= valid_after:
+        msg = "valid-before is not after valid-after"
+        raise ValueError(msg)
     return Allowed(
         principals=principals,
         key=key,
         namespaces=tuple(n for n in namespaces.split(",") if n) if namespaces is not None else None,
-        valid_after=_time(options.get("valid-after")),
-        valid_before=_time(options.get("valid-before")),
+        valid_after=valid_after,
+        valid_before=valid_before,
         cert_authority="cert-authority" in options,
         line=number,
     )
 
 
+def _unquoted(text: str) -> str:
+    """A principals word: in quotes (which may hold blank space) or bare."""
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
 def _options(text: str) -> dict[str, str | None]:
-    known = {"namespaces", "valid-after", "valid-before", "cert-authority"}
+    """``name="value"`` and ``cert-authority``, comma-separated, as OpenSSH's ``sshsigopt_parse`` reads them."""
     found: dict[str, str | None] = {}
-    for part in _split(text, ","):
-        name, has_value, value = part.partition("=")
-        value = _unquoted(value)
-        name = name.strip().lower()
-        if name not in known:
-            msg = f"unknown option {name!r} (known: {', '.join(sorted(known))})"
-            raise ValueError(msg)
-        if (name == "cert-authority") == bool(has_value):
-            msg = f"option {name!r} takes {'no value' if name == 'cert-authority' else 'a value'}"
-            raise ValueError(msg)
-        found[name] = value if has_value else None
+    at = 0
+    while at < len(text):
+        lowered = text[at:].lower()
+        if lowered.startswith("cert-authority") and text[at + 14 : at + 15] in ("", ","):
+            found["cert-authority"] = None
+            at += 14
+        else:
+            name = next((n for n in ("namespaces", "valid-after", "valid-before") if lowered.startswith(n + "=")), None)
+            if name is None:
+                unknown = re.split("[,=]", text[at:], maxsplit=1)[0]
+                msg = f"unknown option {unknown!r} (known: cert-authority, namespaces, valid-after, valid-before)"
+                raise ValueError(msg)
+            if name in found:
+                msg = f"more than one {name} option"
+                raise ValueError(msg)
+            found[name], at = _dequote(text, at + len(name) + 1, name)
+        if at < len(text):
+            if text[at] != ",":
+                msg = f"options must be separated by commas (found {text[at]!r})"
+                raise ValueError(msg)
+            at += 1
     return found
 
 
+def _dequote(text: str, at: int, name: str) -> tuple[str, int]:
+    """A quoted option value starting at *at* (``\\"`` is a quote), and where it ends."""
+    if text[at : at + 1] != '"':
+        msg = f"the value of {name} must be in double quotes"
+        raise ValueError(msg)
+    value: list[str] = []
+    index = at + 1
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and text[index + 1 : index + 2] == '"':
+            value.append('"')
+            index += 2
+            continue
+        if char == '"':
+            return "".join(value), index + 1
+        value.append(char)
+        index += 1
+    msg = f"the value of {name} has no closing quote"
+    raise ValueError(msg)
+
+
 def _time(text: str | None) -> dt.datetime | None:
+    """``YYYYMMDD[HHMM[SS]]``, then ``Z`` or ``UTC`` for UTC, else local time, as OpenSSH's ``parse_absolute_time``.
+
+    Kept as an aware datetime in UTC; a time at or before 1970 is refused, as OpenSSH refuses it.
+    """
     if text is None:
         return None
-    match = _TIME.fullmatch(text)
-    if not match:
-        msg = f"a time written {text!r}: expected YYYYMMDD, YYYYMMDDHHMM or YYYYMMDDHHMMSS, Z for UTC"
+    digits, utc = text, False
+    for suffix in ("Z", "UTC"):
+        if len(text) > len(suffix) and text.upper().endswith(suffix):
+            digits, utc = text[: -len(suffix)], True
+            break
+    if not (digits.isascii() and digits.isdigit() and len(digits) in (8, 12, 14)):
+        msg = f"a time written {text!r}: expected YYYYMMDD, YYYYMMDDHHMM or YYYYMMDDHHMMSS, then Z for UTC"
         raise ValueError(msg)
-    digits = match.group(1) + (match.group(2) or "0000") + ("" if match.group(3) else "00")
     try:
-        moment = dt.datetime.strptime(digits, "%Y%m%d%H%M%S")
-    except ValueError as exc:
+        moment = dt.datetime.strptime(digits.ljust(14, "0"), "%Y%m%d%H%M%S")
+        seconds = calendar.timegm(moment.timetuple()) if utc else time.mktime(moment.timetuple())
+    except (ValueError, OverflowError) as exc:
         msg = f"a time written {text!r} that is not a date: {exc}"
         raise ValueError(msg) from exc
-    return moment.replace(tzinfo=dt.UTC) if match.group(4) else moment.astimezone()
+    if seconds <= 0:
+        msg = f"a time written {text!r} at or before 1970"
+        raise ValueError(msg)
+    try:
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
+    except OverflowError:  # local 9999-12-31 23:59:59 west of UTC is past what datetime holds: never reached
+        return dt.datetime.max.replace(tzinfo=dt.UTC)
 
 
 def load_revoked(path: str | os.PathLike[str], *, missing_ok: bool = False) -> frozenset[bytes]:
@@ -278,15 +361,18 @@ def load_revoked(path: str | os.PathLike[str], *, missing_ok: bool = False) -> f
             return frozenset()
         raise
     keys = set()
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw.strip(_BLANK + "\r")
         if not line or line.startswith("#"):
             continue
-        tokens = line.split()
-        if not _KEY_TYPES.fullmatch(tokens[0]):
-            msg = f"line {number}: not a public key line (expected ssh-ed25519 AAAA…)"
-            raise HandoffParseError(target, msg)
+        # fail closed: a line that cannot be read might have been a revocation, so the file is refused
         try:
+            if len(line) > _MAX_LINE:
+                msg = f"longer than {_MAX_LINE:,} characters"
+                raise ValueError(msg)  # noqa: TRY301 -- one place tells every bad line
+            if not _KEY_TYPES.fullmatch(line.split()[0]):
+                msg = "not a public key line (expected ssh-ed25519 AAAA…)"
+                raise ValueError(msg)  # noqa: TRY301
             key = parse_key_line(line)
         except ValueError as exc:
             msg = f"line {number}: {exc}"
@@ -298,10 +384,11 @@ def load_revoked(path: str | os.PathLike[str], *, missing_ok: bool = False) -> f
 
 def _read_bounded(path: Path) -> str:
     data, st = read_bytes(path, _MAX_BYTES)
-    if st.st_mode & 0o002 or (st.st_uid != os.getuid() and st.st_mode & 0o020):
+    # ssh's StrictModes rule: whoever can write it decides whom the library trusts
+    if st.st_mode & 0o022 or st.st_uid not in (os.getuid(), 0):
         msg = (
-            f"writable by others (mode {stat.S_IMODE(st.st_mode):04o}): whoever can write it decides whom "
-            "handoff-files trusts; make it writable by its owner only"
+            f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}: a trust file must be this user's "
+            "(or root's) and writable by its owner only (chmod go-w), as ssh requires of authorized_keys"
         )
         raise HandoffError(path, msg)
     if data.startswith(b"SSHKRL"):

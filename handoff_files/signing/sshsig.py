@@ -155,7 +155,11 @@ def sign(message: bytes, key: Ed25519PrivateKey, *, namespace: str = NAMESPACE) 
 
 
 def parse(armored: str, where: str | os.PathLike[str]) -> Signed:
-    """Read an armored signature (any line width, surrounding blank space allowed); nothing is verified.
+    """Read an armored signature; nothing is verified.
+
+    The armor as ``ssh-keygen`` writes it: the BEGIN line first (nothing before it, as
+    ``ssh-keygen -Y verify`` requires), base64 lines of any width, the END line last. Stricter than
+    ``ssh-keygen`` in one point: nothing but line ends may follow the END line (it ignores text there).
 
     :param where: the file holding it, named in errors.
     :raises SignatureError: if it is not an Ed25519 SSHSIG signature of version 1 (too long,
@@ -164,8 +168,8 @@ def parse(armored: str, where: str | os.PathLike[str]) -> Signed:
     if len(armored) > MAX_ARMORED:
         msg = f"a signature of {len(armored):,} characters, over the {MAX_ARMORED:,} an Ed25519 one can take"
         raise SignatureError(where, msg)
-    lines = armored.strip().splitlines()
-    if len(lines) < 3 or lines[0].strip() != _BEGIN or lines[-1].strip() != _END:
+    lines = armored.rstrip("\r\n").split("\n")
+    if len(lines) < 3 or lines[0].rstrip("\r") != _BEGIN or lines[-1].rstrip("\r") != _END:
         msg = f"not an armored SSH signature (it must start with {_BEGIN} and end with {_END})"
         raise SignatureError(where, msg)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -88,6 +89,7 @@ def test_an_edit_in_place_with_the_same_size_and_times_is_seen(tmp_path: Path, w
     load(primary, cache=True)
     assert (next(iter(CACHE._entries.values())).data is None) == (window == "settled")
     data = primary.read_bytes()
+    time.sleep(0.05)  # past the file system clock's tick (4 ms on a coarse-clock kernel), as after any real wait
     # same length, same mtime: only the change time (set by the kernel) differs
     with primary.open("r+b") as handle:
         handle.write(data.replace(b"aaaa", b"bbbb"))
@@ -172,3 +174,30 @@ def test_bounded_by_entries_and_bytes(tmp_path: Path) -> None:
     for path in paths:
         _into(tiny, path)
     assert len(tiny) == 2
+
+
+def test_loads_from_many_threads_while_saving_see_only_saved_generations(tmp_path: Path) -> None:
+    store = HandoffStore(tmp_path / "t")
+    store.save({"narrative": "0"})
+    seen: list[str] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            try:
+                seen.append(load(store.primary, cache=True).narrative)
+            except HandoffError as exc:  # a primary read between two renames cannot happen; say so if it does
+                errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for n in range(1, 40):
+        store.save({"narrative": str(n)})
+    done.set()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert set(seen) <= {str(n) for n in range(40)}
+    assert load(store.primary, cache=True).narrative == "39"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,20 @@ def test_bytes_after_the_signature_are_refused(key: SigningKey) -> None:
 
 def test_rewrapped_armor_still_verifies(key: SigningKey) -> None:
     body = base64.b64encode(_blob(key.sign(SEAL))).decode()
-    rewrapped = "\n\n  -----BEGIN SSH SIGNATURE-----\n" + "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
-    rewrapped += "\n-----END SSH SIGNATURE-----  \n\n"
+    rewrapped = "-----BEGIN SSH SIGNATURE-----\r\n" + "\r\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+    rewrapped += "\r\n-----END SSH SIGNATURE-----\r\n\n"
     assert sshsig.verify(rewrapped, SEAL, "gen.json").key == key.key
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda armored: "\n" + armored,  # ssh-keygen refuses text before BEGIN too
+        lambda armored: "  " + armored,
+        lambda armored: armored + "trailing words\n",  # ssh-keygen ignores text after END; we refuse it
+        lambda armored: armored.replace("-----END SSH SIGNATURE-----", "-----END SSH SIGNATURE----- x"),
+    ],
+)
+def test_text_around_the_armor_is_refused(key: SigningKey, change: Callable[[str], str]) -> None:
+    with pytest.raises(SignatureError, match="not an armored SSH signature"):
+        sshsig.verify(change(key.sign(SEAL)), SEAL, "gen.json")
