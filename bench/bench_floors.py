@@ -45,6 +45,7 @@ from bench.sqlite_saver import FRESH_GET_TUPLE, THREAD_ID, Saver, missing
 from bench.timing import Sample, interleaved
 from bench.workload import Size
 from handoff_files import HandoffStore
+from handoff_files.format.loadcache import RACY_NS
 
 DEFAULT_OUT: Final = Path(__file__).resolve().parent / "results-floors.md"
 SIZES: Final = (Size("1 KB", 1024), Size("100 KB", 100 * 1024), Size("1 MB", 1024 * 1024))
@@ -106,7 +107,7 @@ def goals(default: str) -> list[Goal]:
             ('save durability="journal" ÷ SqliteSaver.put', size, saves, "save:journal", "put", put),
             ("cold verified load ÷ read + orjson + BLAKE3", size, loads, "load:cold", "floor:load", 1.5),
             ("repeat load of an unchanged file ÷ get_tuple", size, loads, "load:repeat", "get_tuple", 0.2),
-            ("repeat load, load(cache=True) ÷ get_tuple", size, loads, "load:cached", "get_tuple", 0.2),
+            ("repeat load, load(cache=True), file 3 s old ÷ get_tuple", size, loads, "load:cached", "get_tuple", 0.2),
             ("fresh-process restore ÷ SqliteSaver's", size, f"fresh:{size}", "restore", "get_tuple", 0.5),
         ]
     for size, goal in (("1 KB", 1.1), ("100 KB", 1.0)):
@@ -128,6 +129,11 @@ def _loads(folder: Path, thread: Path, database: Path, count: int) -> dict[str, 
         cases.Copies(primary, folder / "copies-floor", count),
     )
     reader = Saver(database)
+    # the cache compares the bytes of a file changed in its last RACY_NS (a same-tick rewrite keeps
+    # the times): a poller meets that for 3 s after each save; measured here is the file it polls between
+    settled = (primary.stat().st_ctime_ns + RACY_NS - time.time_ns()) / 1e9
+    if settled > 0:
+        time.sleep(settled)
     return {
         "load:cold": lambda: handoff_files.load(ours()),
         "floor:load": lambda: cases.read_parse_hash(floors()),
