@@ -13,7 +13,6 @@ import pydantic
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, detect_format, parse, parse_json
-from handoff_files.format.loadcache import CACHE
 from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff, integral
 from handoff_files.format.versions import LEGACY_VERSIONS, check_version, migrate_document, verify_legacy_checksum
 from handoff_files.format.wording import describe_errors
@@ -107,6 +106,8 @@ def load(
         )
 
     if cache:  # a hit builds no Path: at ~1 µs an open, that is a third of it
+        from handoff_files.format.loadcache import CACHE  # noqa: PLC0415 -- a command's start needs none of it
+
         return CACHE.load(
             os.fspath(path),
             limit=MAX_FILE_BYTES,
