@@ -375,6 +375,14 @@ SHELL: Final[dict[str, Line]] = {
         damaged, check=lambda s, _: (s / "threads" / "importer-fix" / "state.json").is_file()
     ),
     "handoff prune threads/importer-fix --keep 3 --dry-run": Line(importer_fix),
+    # the key as ssh-keygen would read it, private, and the line for allowed_signers printed
+    "handoff keys create keys/agent --principal agent@ci": Line(
+        nothing,
+        check=lambda s, done: (
+            (s / "keys" / "agent").stat().st_mode & 0o777 == 0o600
+            and 'agent@ci namespaces="handoff-files" ssh-ed25519 ' in done.stdout
+        ),
+    ),
     "handoff migrate threads/old-run --dry-run": Line(old_run),
     "handoff migrate threads/old-run": Line(
         old_run, check=lambda s, _: load(s / "threads" / "old-run" / "handoff.json").schema_version == "2.0"

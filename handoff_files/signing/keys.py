@@ -32,9 +32,11 @@ __all__ = [
     "CONFIG_NAME",
     "KEY_ENV",
     "SigningKey",
+    "allowed_signers_line",
     "config_dir",
     "configured_key",
     "create_key",
+    "default_key_path",
     "load_signing_key",
 ]
 
@@ -42,6 +44,8 @@ __all__ = [
 KEY_ENV: Final = "HANDOFF_FILES_SIGNING_KEY"
 #: The configuration file in :func:`config_dir`: TOML, ``signing_key = "PATH"`` (``~`` expanded).
 CONFIG_NAME: Final = "config.toml"
+#: The key ``handoff keys create`` makes when given no path, in :func:`config_dir`.
+DEFAULT_KEY_NAME: Final = "signing_key"
 _MAX_KEY_FILE: Final = 16 * 1024  # an Ed25519 key file is ~400 bytes
 _MAX_CONFIG: Final = 64 * 1024
 _PRIVATE_MODE: Final = 0o600
@@ -83,9 +87,19 @@ def config_dir() -> Path:
     return (Path(base) if base else Path.home() / ".config") / "handoff-files"
 
 
+def default_key_path() -> Path:
+    """``signing_key`` in :func:`config_dir`: where ``handoff keys create`` puts a key given no path."""
+    return config_dir() / DEFAULT_KEY_NAME
+
+
+def allowed_signers_line(key: SigningKey, principal: str) -> str:
+    """The ``allowed_signers`` line that trusts *key* as *principal* for handoffs (and nothing else)."""
+    return f'{principal} namespaces="{sshsig.NAMESPACE}" {key.public_line}'
+
+
 def configured_key() -> Path | None:
     """The signing key the user's configuration names: ``$HANDOFF_FILES_SIGNING_KEY``, else
-    ``signing_key`` in ``config.toml``; None if neither does.
+    ``signing_key`` in ``config.toml``, else :func:`default_key_path` if that file exists; None if none does.
 
     :raises HandoffParseError: if ``config.toml`` is not TOML, or its ``signing_key`` not a string.
     """
@@ -96,7 +110,7 @@ def configured_key() -> Path | None:
     try:
         data, _ = read_bytes(config, _MAX_CONFIG)
     except HandoffNotFoundError:
-        return None
+        return default_key_path() if os.path.lexists(default_key_path()) else None
     from handoff_files.foundation.errors import HandoffParseError  # noqa: PLC0415 -- only on this path
 
     try:
@@ -106,7 +120,7 @@ def configured_key() -> Path | None:
         raise HandoffParseError(config, msg) from exc
     value = settings.get("signing_key")
     if value is None:
-        return None
+        return default_key_path() if os.path.lexists(default_key_path()) else None
     if not isinstance(value, str) or not value:
         msg = f"signing_key must be a path in quotes, not {value!r}"
         raise HandoffParseError(config, msg)

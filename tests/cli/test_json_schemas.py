@@ -162,6 +162,13 @@ def _graphs(w: World) -> str:
     return w.path("graphs")
 
 
+def _key(w: World) -> str:
+    """A signing key made by the library (tmp/keys/shown)."""
+    from handoff_files.signing.keys import create_key
+
+    return str(create_key(w.root / "keys" / "shown").path)
+
+
 #: The agent `handoff run` starts: it acknowledges its context, as an agent must, and finishes.
 ACKNOWLEDGING_AGENT: Final = (
     "import os; from handoff_files import HandoffStore; HandoffStore(os.environ['HANDOFF_DIR']).acknowledge()"
@@ -218,6 +225,8 @@ CASES: Final = {
     "acknowledge": Case("acknowledge", "acknowledge", lambda w: ["acknowledge", str(w.alpha), _code(w)]),
     "install": Case("install", "install", lambda w: ["install", "codex", "--project", w.path("project"), "--dry-run"]),
     "trust": Case("trust", "trust", lambda w: ["trust", str(w.alpha)]),
+    "keys create": Case("keys", "keys", lambda w: ["keys", "create", w.path("keys/agent"), "--principal", "agent@ci"]),
+    "keys show": Case("keys", "keys", lambda w: ["keys", "show", _key(w)]),
     "export": Case("export", "export", lambda w: ["export", str(w.alpha), "--blobs", str(w.blobs), "--to", "beta"]),
     "export-o": Case(
         "export", "export", lambda w: ["export", str(w.alpha), "--blobs", str(w.blobs), "-o", w.path("d2.json")]
