@@ -70,6 +70,7 @@ bench: $(STAMP_BENCH)
 	$(BIN_BENCH)/python -m bench.bench_langgraph_cold
 	$(BIN_BENCH)/python -m bench.bench_hostile
 	$(BIN_BENCH)/python -m bench.bench_floors
+	$(BIN_BENCH)/python -m bench.bench_signing
 
 # the full torture run (every part at its full count: 10,000 kills, 1,000 crash states, 8 x 1,000 saves …),
 # in both durabilities; exit 1 on any loss. TORTURE_ARGS adds options, e.g. TORTURE_ARGS="--kills 500"

@@ -43,6 +43,7 @@ __all__ = [
     "parse",
     "parse_key_line",
     "sign",
+    "to_sign",
     "verify",
 ]
 
@@ -129,7 +130,8 @@ def _raw_key(blob: bytes) -> bytes:
     return raw
 
 
-def _to_sign(message: bytes, namespace: str, hash_algorithm: str) -> bytes:
+def to_sign(message: bytes, namespace: str, hash_algorithm: str) -> bytes:
+    """The bytes an SSHSIG signature signs over *message* (see the module's text)."""
     digest = _HASHES[hash_algorithm](message).digest()
     return _MAGIC + string(namespace) + string(b"") + string(hash_algorithm) + string(digest)
 
@@ -139,7 +141,7 @@ def sign(message: bytes, key: Ed25519PrivateKey, *, namespace: str = NAMESPACE) 
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: PLC0415 -- lazy
 
     raw = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-    signature = key.sign(_to_sign(message, namespace, _SIGN_HASH))
+    signature = key.sign(to_sign(message, namespace, _SIGN_HASH))
     blob = (
         _MAGIC
         + uint32(_VERSION)
@@ -226,7 +228,7 @@ def verify(armored: str, message: bytes, where: str | os.PathLike[str], *, names
         raise SignatureError(where, msg)
     public = Ed25519PublicKey.from_public_bytes(_raw_key(signed.key))
     try:
-        public.verify(signed.signature, _to_sign(message, namespace, signed.hash_algorithm))
+        public.verify(signed.signature, to_sign(message, namespace, signed.hash_algorithm))
     except InvalidSignature as exc:
         msg = f"the signature by {signed.fingerprint} does not verify: what it signs was changed, or it was forged"
         raise SignatureError(where, msg) from exc
