@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from handoff_files.foundation.atomic import fsync_dir, read_bytes
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, SigningKeyError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffTooLargeError, SigningKeyError
 from handoff_files.signing import sshsig
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ __all__ = [
     "KEY_ENV",
     "SigningKey",
     "allowed_signers_line",
+    "check_principal",
     "config_dir",
     "configured_key",
     "create_key",
@@ -92,9 +93,35 @@ def default_key_path() -> Path:
     return config_dir() / DEFAULT_KEY_NAME
 
 
+def check_principal(principal: str) -> str:
+    """*principal* if it can stand as the first word of an ``allowed_signers`` line, as OpenSSH reads it.
+
+    One or more names, comma-separated, each of printable characters with no blank space or
+    double quote, not starting with ``#`` (a comment) or ``!`` (a negation).
+
+    :raises ValueError: saying what is wrong.
+    """
+    names = principal.split(",")
+    for name in names:
+        if not name:
+            msg = f"an empty name in {principal!r}"
+            raise ValueError(msg)
+        if not name.isprintable() or any(c.isspace() or c == '"' for c in name):
+            msg = f"{name!r} holds blank space, a quote or a control character, which allowed_signers cannot hold"
+            raise ValueError(msg)
+    if principal[0] in "#!":
+        read_as = "comment" if principal[0] == "#" else "negation"
+        msg = f"{principal!r} starts with {principal[0]!r}: allowed_signers would read a {read_as}"
+        raise ValueError(msg)
+    return principal
+
+
 def allowed_signers_line(key: SigningKey, principal: str) -> str:
-    """The ``allowed_signers`` line that trusts *key* as *principal* for handoffs (and nothing else)."""
-    return f'{principal} namespaces="{sshsig.NAMESPACE}" {key.public_line}'
+    """The ``allowed_signers`` line that trusts *key* as *principal* for handoffs (and nothing else).
+
+    :raises ValueError: for a principal the line cannot hold (see :func:`check_principal`).
+    """
+    return f'{check_principal(principal)} namespaces="{sshsig.NAMESPACE}" {key.public_line}'
 
 
 def configured_key() -> Path | None:
@@ -143,13 +170,23 @@ def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
     except HandoffNotFoundError as exc:
         msg = "no such key file (`handoff keys create PATH` makes one)"
         raise SigningKeyError(target, msg) from exc
+    except HandoffTooLargeError as exc:
+        msg = f"over {_MAX_KEY_FILE:,} bytes: not a key file (an Ed25519 private key file is about 400)"
+        raise SigningKeyError(target, msg) from exc
     except HandoffError as exc:
         raise SigningKeyError(target, exc.reason) from exc
+    if data.startswith((b"ssh-", b"ecdsa-", b"sk-")):
+        msg = "a public key (a .pub file): give the private key file beside it"
+        raise SigningKeyError(target, msg)
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
         msg = (
             f"a private key must be this user's and readable by no one else (mode {stat.S_IMODE(st.st_mode):04o}, "
             f"owner uid {st.st_uid}); chmod 600 it, as ssh asks"
         )
+        raise SigningKeyError(target, msg)
+    if not data.lstrip().startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----"):
+        found = "a PEM key" if data.lstrip().startswith(b"-----BEGIN ") else "not a key"
+        msg = f"{found}: expected an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----, ssh-keygen -t ed25519)"
         raise SigningKeyError(target, msg)
     try:
         private = load_ssh_private_key(data, password=None)
@@ -157,12 +194,25 @@ def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
         msg = "passphrase-protected: this library asks for no passphrase; sign with an unencrypted key kept 0600"
         raise SigningKeyError(target, msg) from exc
     except (ValueError, UnsupportedAlgorithm) as exc:
-        msg = f"not an OpenSSH private key: {exc}"
+        msg = f"a damaged or unsupported OpenSSH private key ({exc})"
         raise SigningKeyError(target, msg) from exc
     if not isinstance(private, Ed25519PrivateKey):
-        msg = f"a {type(private).__name__.removeprefix('_')} key; handoffs are signed with Ed25519 keys only"
+        msg = f"{_kind(private)}; handoffs are signed with Ed25519 keys only (ssh-keygen -t ed25519)"
         raise SigningKeyError(target, msg)
     return SigningKey(private, target)
+
+
+def _kind(private: object) -> str:
+    """A key's type as a person names it: "an RSA key", "an ECDSA key" …"""
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa  # noqa: PLC0415 -- lazy
+
+    kinds: tuple[tuple[type, str], ...] = (
+        (rsa.RSAPrivateKey, "an RSA key"),
+        (ec.EllipticCurvePrivateKey, "an ECDSA key"),
+        (dsa.DSAPrivateKey, "a DSA key"),
+        (ed448.Ed448PrivateKey, "an Ed448 key"),
+    )
+    return next((name for cls, name in kinds if isinstance(private, cls)), f"a {type(private).__name__} key")
 
 
 def create_key(path: str | os.PathLike[str], *, comment: str = "") -> SigningKey:
@@ -183,9 +233,15 @@ def create_key(path: str | os.PathLike[str], *, comment: str = "") -> SigningKey
     target = Path(path)
     public = target.with_name(target.name + ".pub")
     for existing in (target, public):
+        if existing.is_dir():
+            msg = "a folder: give the path of the key file to make (for example FOLDER/signing_key)"
+            raise SigningKeyError(existing, msg)
         if os.path.lexists(existing):
             msg = "already exists: a key is never overwritten (choose another path, or remove it first)"
             raise SigningKeyError(existing, msg)
+    if comment and not (comment.isprintable() and "\n" not in comment):
+        msg = f"the comment {comment!r} holds a line end or a control character: the .pub file is one line"
+        raise SigningKeyError(target, msg)
     key = SigningKey(Ed25519PrivateKey.generate(), target)
     private = key.private.private_bytes(Encoding.PEM, PrivateFormat.OpenSSH, NoEncryption())
     line = key.public_line + (f" {comment}" if comment else "") + "\n"

@@ -68,7 +68,7 @@ def test_a_passphrase_protected_key_is_refused(tmp_path: Path) -> None:
 def test_a_key_of_another_type_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "ecdsa"
     assert ssh_keygen("-q", "-t", "ecdsa", "-N", "", "-f", str(path)).returncode == 0
-    with pytest.raises(SigningKeyError, match="Ed25519 keys only"):
+    with pytest.raises(SigningKeyError, match="an ECDSA key; handoffs are signed with Ed25519 keys only"):
         load_signing_key(path)
 
 
