@@ -26,7 +26,7 @@ def register(add: Add) -> None:
         "make an Ed25519 signing key (create: OpenSSH format, 0600, never over a file) or show one; "
         "prints the line that trusts it in allowed_signers",
     )
-    p.add_argument("action", choices=["create", "show"], help="create a new key, or show an existing one")
+    p.add_argument("action", metavar="ACTION", choices=["create", "show"], help="create a new key, or show one")
     p.add_argument(
         "key",
         metavar="KEYFILE",

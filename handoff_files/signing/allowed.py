@@ -16,19 +16,17 @@ One entry per line, as ``ssh-keygen -Y verify -f allowed_signers`` reads it::
 - the key, then a comment (anything). Blank lines and lines starting with ``#`` are skipped.
   Lines end at ``\\n`` alone; words are split at spaces and tabs alone.
 
-Each rule is OpenSSH's (``sshsig.c``, ``misc.c``), checked against ``ssh-keygen -Y verify`` line
-by line in the tests. As there, a line that cannot be read is passed over (it trusts no one) and
-the rest still count; :attr:`AllowedSigners.problems` tells each.
+Each rule is OpenSSH's (``sshsig.c``, ``misc.c``), checked against ``ssh-keygen -Y verify`` in the
+tests. As there, a line that cannot be read trusts no one; :attr:`AllowedSigners.problems` tells it.
 
 Rotation is a new line for the new key and ``valid-before`` on the old one. A signature is judged
 at the time the signed generation says it was made (its ``created_at``, which the signature
 covers): what the old key signed before stays valid, and a generation it signs later saying so is
 refused. What ``valid-before`` cannot stop is a retired key still held by someone who writes an
 earlier ``created_at``: a key that may be in the wrong hands is revoked, not retired.
-Keys of other types (``ssh-rsa``, ``ecdsa-…``; a team's file for git may list them) are read and
-never match. The revoked-keys list holds public key lines (``ssh-ed25519 AAAA…``), as the plain
-form of ``ssh-keygen -Y verify -r`` does; a binary KRL is refused, and so is the whole list when
-one of its lines cannot be read (it might have been a revocation).
+Keys of other types (a team's file for git may list ``ssh-rsa`` ones) are read and never match.
+The revoked-keys list holds public key lines, as the plain form of ``ssh-keygen -Y verify -r``
+does; a binary KRL, or any line that cannot be read (a revocation, perhaps), refuses the list.
 
 Both files are bounded (1 MiB, 10,000 lines, 8 KiB a line) before anything is parsed, and
 refused unless they are this user's (or root's) and writable by their owner only: ssh's rule for
@@ -42,27 +40,20 @@ import datetime as dt
 import functools
 import os
 import re
-import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from handoff_files.foundation.atomic import read_bytes
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffParseError, UntrustedSignerError
+from handoff_files.foundation.errors import HandoffNotFoundError, UntrustedSignerError
 from handoff_files.signing.sshsig import NAMESPACE, Signed, parse_key_line
+from handoff_files.signing.trustfile import BLANK, KEY_TYPES, MAX_LINE, read_trust_file
 
-__all__ = ["ALLOWED_NAME", "REVOKED_NAME", "Allowed", "AllowedSigners", "load_revoked"]
+__all__ = ["ALLOWED_NAME", "Allowed", "AllowedSigners"]
 
 #: The files' names in the configuration folder (:func:`~handoff_files.signing.keys.config_dir`).
 ALLOWED_NAME: Final = "allowed_signers"
-REVOKED_NAME: Final = "revoked_keys"
-_MAX_BYTES: Final = 1024 * 1024
-_MAX_LINES: Final = 10_000
-_MAX_LINE: Final = 8 * 1024
-_KEY_TYPES: Final = re.compile(r"(ssh-|ecdsa-|sk-|rsa-sha2-)[a-z0-9@.\-]+")
-_BLANK: Final = " \t"  # OpenSSH splits a line's words at spaces and tabs, never at other blank space
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +120,7 @@ class AllowedSigners:
         """
         target = Path(path)
         try:
-            text = _read_bounded(target)
+            text = read_trust_file(target)
         except HandoffNotFoundError:
             if missing_ok:
                 return cls((), target)
@@ -145,8 +136,8 @@ class AllowedSigners:
         """
         entries, problems = [], []
         for number, raw in enumerate(text.split("\n"), 1):
-            line = raw.lstrip(_BLANK)
-            if not line.rstrip(_BLANK + "\r") or line.startswith("#"):
+            line = raw.lstrip(BLANK)
+            if not line.rstrip(BLANK + "\r") or line.startswith("#"):
                 continue
             try:
                 entries.append(_entry(line, number))
@@ -215,22 +206,22 @@ def _next_token(line: str, at: int) -> tuple[str, int]:
             continue
         if char == '"':
             quoted = not quoted
-        elif not quoted and char in _BLANK + "\r":
+        elif not quoted and char in BLANK + "\r":
             break
         index += 1
     if quoted:
         msg = "a quote is not closed"
         raise ValueError(msg)
     token = line[at:index]
-    while index < len(line) and line[index] in _BLANK + "\r":
+    while index < len(line) and line[index] in BLANK + "\r":
         index += 1
     return token, index
 
 
 def _entry(line: str, number: int) -> Allowed:
     """One line: principals, options (when the next word is not a key type), the key; the rest is a comment."""
-    if len(line) > _MAX_LINE:
-        msg = f"longer than {_MAX_LINE:,} characters"
+    if len(line) > MAX_LINE:
+        msg = f"longer than {MAX_LINE:,} characters"
         raise ValueError(msg)
     first, at = _next_token(line, 0)
     principals = tuple(p for p in _unquoted(first).split(",") if p)
@@ -239,12 +230,12 @@ def _entry(line: str, number: int) -> Allowed:
         raise ValueError(msg)
     word, after = _next_token(line, at)
     options: dict[str, str | None] = {}
-    if not _KEY_TYPES.fullmatch(word):
+    if not KEY_TYPES.fullmatch(word):
         options = _options(word)
         at = after
     key_type, at = _next_token(line, at) if at < len(line) else ("", at)
     encoded = line[at:].split(None, 1)[0] if line[at:].strip() else ""
-    if not _KEY_TYPES.fullmatch(key_type) or not encoded:
+    if not KEY_TYPES.fullmatch(key_type) or not encoded:
         msg = f"no key after the principals and options (found {key_type or 'nothing'!r})"
         raise ValueError(msg)
     key = parse_key_line(f"{key_type} {encoded}")
@@ -345,61 +336,3 @@ def _time(text: str | None) -> dt.datetime | None:
         return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
     except OverflowError:  # local 9999-12-31 23:59:59 west of UTC is past what datetime holds: never reached
         return dt.datetime.max.replace(tzinfo=dt.UTC)
-
-
-def load_revoked(path: str | os.PathLike[str], *, missing_ok: bool = False) -> frozenset[bytes]:
-    """The Ed25519 keys a revoked-keys file lists (public key lines; comments and other key types skipped).
-
-    :raises HandoffParseError: for a binary KRL, or a line that is not a key.
-    :raises HandoffNotFoundError: if it does not exist (without *missing_ok*).
-    """
-    target = Path(path)
-    try:
-        text = _read_bounded(target)
-    except HandoffNotFoundError:
-        if missing_ok:
-            return frozenset()
-        raise
-    keys = set()
-    for number, raw in enumerate(text.split("\n"), 1):
-        line = raw.strip(_BLANK + "\r")
-        if not line or line.startswith("#"):
-            continue
-        # fail closed: a line that cannot be read might have been a revocation, so the file is refused
-        try:
-            if len(line) > _MAX_LINE:
-                msg = f"longer than {_MAX_LINE:,} characters"
-                raise ValueError(msg)  # noqa: TRY301 -- one place tells every bad line
-            if not _KEY_TYPES.fullmatch(line.split()[0]):
-                msg = "not a public key line (expected ssh-ed25519 AAAA…)"
-                raise ValueError(msg)  # noqa: TRY301
-            key = parse_key_line(line)
-        except ValueError as exc:
-            msg = f"line {number}: {exc}"
-            raise HandoffParseError(target, msg) from exc
-        if key is not None:
-            keys.add(key)
-    return frozenset(keys)
-
-
-def _read_bounded(path: Path) -> str:
-    data, st = read_bytes(path, _MAX_BYTES)
-    # ssh's StrictModes rule: whoever can write it decides whom the library trusts
-    if st.st_mode & 0o022 or st.st_uid not in (os.getuid(), 0):
-        msg = (
-            f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}: a trust file must be this user's "
-            "(or root's) and writable by its owner only (chmod go-w), as ssh requires of authorized_keys"
-        )
-        raise HandoffError(path, msg)
-    if data.startswith(b"SSHKRL"):
-        msg = "a binary key revocation list (KRL) is not read here; list the revoked keys as public key lines"
-        raise HandoffParseError(path, msg)
-    try:
-        text = data.decode()
-    except UnicodeDecodeError as exc:
-        msg = f"not UTF-8 text: {exc}"
-        raise HandoffParseError(path, msg) from exc
-    if text.count("\n") > _MAX_LINES:
-        msg = f"over {_MAX_LINES:,} lines"
-        raise HandoffParseError(path, msg)
-    return text

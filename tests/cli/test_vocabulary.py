@@ -27,7 +27,8 @@ NAMES: Final = {
     "B": "a generation",
     "KEY=VALUE": "an assignment",
     "ID": "a request id",
-    "ACTION": "an inbox action",
+    "ACTION": "what an inbox or keys command does",
+    "KEYFILE": "a private signing key file",
     "AGENT": "a coding agent",
     "SHELL": "a shell",
 }

@@ -12,8 +12,9 @@ import pytest
 
 from handoff_files import HandoffError, HandoffNotFoundError, HandoffParseError, UntrustedSignerError
 from handoff_files.signing import sshsig
-from handoff_files.signing.allowed import AllowedSigners, load_revoked
+from handoff_files.signing.allowed import AllowedSigners
 from handoff_files.signing.keys import SigningKey, create_key
+from handoff_files.signing.revoked import load_revoked
 from tests.signing.conftest import needs_ssh_keygen, ssh_keygen
 
 SEAL = b"blake3:00ff"
