@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Final
 
 from handoff_files.foundation.version import __version__
 
+# not typing's: `import handoff_files` (and `handoff --version`) import no typing, re or collections;
+# type checkers treat any name TYPE_CHECKING as true
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Final
+
     from handoff_files.format.loader import load
     from handoff_files.format.model import (
         SCHEMA_VERSION,

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from handoff_files.cli.main import main
+from handoff_files.cli.start import main
 
 sys.exit(main())

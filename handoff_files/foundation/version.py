@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False  # not typing's: importing the version imports nothing (type checkers read it as true)
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["__version__"]
 
