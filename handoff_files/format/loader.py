@@ -13,7 +13,7 @@ import pydantic
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, detect_format, parse, parse_json
-from handoff_files.format.model import PARSED, SCHEMA_VERSION, Handoff, integral
+from handoff_files.format.model import NATIVE_VERSIONS, PARSED, SCHEMA_VERSION, Handoff, integral
 from handoff_files.format.versions import LEGACY_VERSIONS, check_version, migrate_document, verify_legacy_checksum
 from handoff_files.format.wording import describe_errors
 from handoff_files.foundation.atomic import Stamp, read_bytes
@@ -172,7 +172,7 @@ def _decode(
         if how == "damaged" or (how == "unknown" and sealed is False):
             msg = f"content does not match its seal and is not a valid handoff: corrupt ({problem})"
             raise ChecksumMismatchError(path, msg) from exc
-        msg = f"not a valid {SCHEMA_VERSION} handoff: {problem}"
+        msg = f"not a valid {version if version in NATIVE_VERSIONS else SCHEMA_VERSION} handoff: {problem}"
         raise HandoffValidationError(path, msg) from exc
     if sealed:
         return handoff

@@ -1,4 +1,8 @@
-"""The model: a five-layer handoff (state, narrative, decisions, priorities, warnings) and its envelope, schema 2.0."""
+"""The model: a five-layer handoff (state, narrative, decisions, priorities, warnings) and its envelope, schema 2.1.
+
+2.1 is 2.0 with one optional field, ``seal.signature``; a 2.0 document is read as it stands
+(its seal covers its own ``schema_version``), never rewritten to claim 2.1.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     WithJsonSchema,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -28,8 +33,10 @@ from handoff_files.foundation.names import ID_PATTERN
 __all__ = [
     "ID_PATTERN",
     "INTEGER_PATHS",
+    "NATIVE_VERSIONS",
     "RFC3339_PATTERN",
     "SCHEMA_VERSION",
+    "SIGNATURE_PATTERN",
     "AdoptedFrom",
     "Context",
     "Decision",
@@ -48,7 +55,11 @@ __all__ = [
 ]
 
 #: The schema version this library writes.
-SCHEMA_VERSION: Final = "2.0"
+SCHEMA_VERSION: Final = "2.1"
+#: The versions the model holds as they are, sealed (older ones are migrated in memory).
+NATIVE_VERSIONS: Final = ("2.0", SCHEMA_VERSION)
+#: An armored SSHSIG signature as ``ssh-keygen -Y sign`` writes it (the signing layer reads it whole).
+SIGNATURE_PATTERN: Final = r"^-----BEGIN SSH SIGNATURE-----\n[A-Za-z0-9+/=\n]{1,4000}-----END SSH SIGNATURE-----\n?$"
 
 
 # Bounds. A handoff is a working summary, not an archive: these keep one file small enough
@@ -282,6 +293,9 @@ class Seal(_Strict):
     digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
     hmac: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
     key_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    #: 2.1: an SSHSIG signature (namespace ``handoff-files``) over :meth:`__str__`, armored; outside
+    #: what the digest covers (the whole ``seal`` is), so signing never changes the seal.
+    signature: Annotated[str, StringConstraints(max_length=4096, pattern=SIGNATURE_PATTERN)] | None = None
 
     def __str__(self) -> str:
         return f"{self.algorithm}:{self.digest}"
@@ -317,7 +331,15 @@ class HandoffContent(_Strict):
 class Handoff(HandoffContent):
     """A sealed handoff: the envelope plus the five layers."""
 
-    schema_version: Literal["2.0"]
+    # a JSON Schema "if/then" says what the validator below says: a signature is 2.1's alone
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"schema_version": {"const": "2.0"}}},
+            "then": {"properties": {"seal": {"anyOf": [{"type": "null"}, {"not": {"required": ["signature"]}}]}}},
+        }
+    )
+
+    schema_version: Literal["2.0", "2.1"]
     agent_id: Id
     thread_id: Id
     generation: Generation
@@ -325,6 +347,13 @@ class Handoff(HandoffContent):
     parent: Digest | None = None
     lineage: Lineage = Field(default_factory=Lineage, json_schema_extra={"default": _LINEAGE_DEFAULT})
     seal: Seal | None = None
+
+    @model_validator(mode="after")
+    def _signature_is_2_1(self) -> Handoff:
+        if self.schema_version == "2.0" and self.seal is not None and "signature" in self.seal.model_fields_set:
+            kind, msg = "signature_version", "seal.signature is a 2.1 field: a 2.0 handoff has none"
+            raise PydanticCustomError(kind, msg)
+        return self
 
     def content(self) -> HandoffContent:
         """Return the five layers alone, without the envelope."""

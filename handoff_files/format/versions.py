@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from handoff_files.format.model import SCHEMA_VERSION
+from handoff_files.format.model import NATIVE_VERSIONS, SCHEMA_VERSION
 from handoff_files.foundation.errors import ChecksumMismatchError, HandoffMigrationError, UnsupportedVersionError
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 #: Versions this library reads, oldest first; the last one is the one it writes.
-KNOWN_VERSIONS: Final = ("0.8", "1.0", SCHEMA_VERSION)
+KNOWN_VERSIONS: Final = ("0.8", "1.0", *NATIVE_VERSIONS)
 #: Versions sealed by a 16-hex sha256 over ``state`` alone (as the published write-up defines it).
 LEGACY_VERSIONS: Final = frozenset({"0.8", "1.0"})
 
@@ -178,13 +178,14 @@ def migrate_document(
     """Run the chain from the document's version to the current one, in memory.
 
     The result records ``lineage.migrated_from``: the original version, its checksum, and a note
-    for every assumption a step made. A current-version document is returned as a copy, unchanged.
+    for every assumption a step made. A document of a version the model holds as it is
+    (:data:`~handoff_files.format.model.NATIVE_VERSIONS`: 2.0 and 2.1) is returned as a copy, unchanged.
 
     :param assumed: the version was not in the file but stated by a person (recorded in the notes).
     :raises HandoffMigrationError: if a step is missing or fails on this document.
     """
     original = str(document.get("schema_version"))
-    if original == SCHEMA_VERSION:
+    if original in NATIVE_VERSIONS:  # read as it stands: its seal covers its own version
         return dict(document)
     current: dict[Any, Any] = dict(document)
     version = original

@@ -26,6 +26,7 @@ from handoff_files.thread.mirror import mirror_bytes
 from handoff_files.thread.recovery import summary_fields
 from handoff_files.thread.results import SaveReceipt
 from handoff_files.thread.settings import Durability, ThreadSettings
+from handoff_files.thread.signatures import sign_document
 
 __all__ = ["commit"]
 
@@ -132,6 +133,9 @@ def _sealed(
         msg = f"not valid handoff content: {exc}"
         raise HandoffValidationError(thread.path, msg) from exc
     document["seal"] = {"algorithm": thread.algorithm, "digest": checksum}
+    key = thread.keys.key() if thread.keys is not None else None
+    if key is not None:
+        sign_document(document, key)  # over the seal's text: the digest is what it was
     return document, f"{thread.algorithm}:{checksum}"
 
 

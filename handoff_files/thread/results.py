@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from handoff_files.format.model import Handoff
+from handoff_files.thread.signatures import SignatureReport
 
 __all__ = ["Acknowledgement", "HistoryEntry", "MigrationReport", "Restored", "SaveReceipt"]
 
@@ -45,6 +46,8 @@ class Restored:
     path: Path
     problems: tuple[str, ...] = ()
     edited: bool = False
+    #: who signed it, as this user's ``allowed_signers`` sees it; None: unsigned (or not looked up)
+    signature: SignatureReport | None = None
 
     @property
     def generation(self) -> int:

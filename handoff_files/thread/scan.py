@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 from handoff_files.format.codec import render
 from handoff_files.format.loader import decode, load
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, UnsealedEditError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, SignatureError, UnsealedEditError
 from handoff_files.foundation.lock import try_writer_lock
 from handoff_files.thread.identity import Identity
 from handoff_files.thread.journal import SAVE_EVENTS, Entry, Journal
@@ -19,6 +19,7 @@ from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME, 
 from handoff_files.thread.mirror import Mirror, primary_stamp
 from handoff_files.thread.results import Restored
 from handoff_files.thread.settings import ThreadSettings
+from handoff_files.thread.signatures import signature_damage
 
 __all__ = ["HasJournal", "PrimaryState", "Scan", "journal_saves", "scan", "verify_document", "vouched"]
 
@@ -135,6 +136,9 @@ def verify_document(path: Path, entry: Entry, document: dict[str, Any] | None) -
         return None, exc.reason
     except (TypeError, ValueError) as exc:
         return None, str(exc)
+    bad = signature_damage(handoff, path)
+    if bad is not None:
+        return None, bad
     if handoff.generation != entry.generation or str(handoff.seal) != entry.seal:
         return None, f"it holds generation {handoff.generation} sealed {handoff.seal}, not the line's"
     return handoff, None
@@ -163,7 +167,7 @@ def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:
         ):
             break
         try:
-            handoff = load(path, follow_symlinks=False, origin="store")  # nobody edits history/: a mismatch is damage
+            handoff = _history_copy(path)
         except HandoffError as exc:
             problems.append(f"{HISTORY_DIR}/{path.name}: {exc.reason}")
             continue
@@ -194,7 +198,7 @@ def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:
         if primary.handoff.seal is None and migrated is not None:
             problems.append(
                 f"{primary_path.name} is a {migrated.schema_version} handoff, migrated in memory; "
-                "`handoff migrate` rewrites it as a sealed 2.0 generation"
+                "`handoff migrate` rewrites it as a sealed generation"
             )
         if problems:
             primary = Restored(primary.handoff, "primary", primary.path, tuple(problems))
@@ -204,6 +208,15 @@ def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:
     return _found(
         None, highest=highest, history=history, foreigners=foreigners, state=state, problems=tuple(problems), edit=edit
     )
+
+
+def _history_copy(path: Path) -> Handoff:
+    """A ``history/`` file, verified: nobody edits history/, so a mismatch (seal or signature) is damage."""
+    handoff = load(path, follow_symlinks=False, origin="store")
+    bad = signature_damage(handoff, path)
+    if bad is not None:
+        raise SignatureError(path, bad)
+    return handoff
 
 
 def _found(
@@ -245,6 +258,10 @@ def _read_primary(path: Path, problems: list[str]) -> tuple[Restored | None, Pri
             f"{path.name} did not verify, so which generation it held is unknown (damaged bytes are never "
             "trusted for a number): if it was newer than the one restored, that generation is lost"
         )
+        return None, "bad", None, 0
+    bad = signature_damage(primary.handoff, path)
+    if bad is not None:
+        problems.append(f"{path.name}: {bad}")
         return None, "bad", None, 0
     return primary, "ok" if primary.handoff.seal is not None else "legacy", None, primary.generation
 

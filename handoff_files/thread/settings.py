@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import Format
@@ -15,6 +15,10 @@ from handoff_files.foundation.names import check_id, derive_id
 from handoff_files.thread.journal import Journal, first_entry
 from handoff_files.thread.kind import Kind, check_kind
 from handoff_files.thread.layout import EXTENSIONS, ThreadDir
+from handoff_files.thread.signatures import KeySource
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 __all__ = [
     "DURABILITIES",
@@ -86,6 +90,8 @@ class ThreadSettings:
     #: the (agent, thread) ids ``init`` recorded in the journal's "created" line, for the first save
     recorded: tuple[str | None, str | None] = (None, None)
     kind: Kind | None = None
+    #: the key saves are signed with (found once; see :mod:`~handoff_files.thread.signatures`)
+    keys: KeySource | None = None
 
     @classmethod
     def checked(
@@ -101,6 +107,7 @@ class ThreadSettings:
         durability: Durability,
         on_lock_wait: OnLockWait | None = None,
         kind: Kind | None = None,
+        signing_key: KeyChoice = None,
     ) -> ThreadSettings:
         """Check a store's arguments against each other and the directory, and build its settings.
 
@@ -110,6 +117,7 @@ class ThreadSettings:
         :param lock_timeout: seconds a writer waits for another.
         :param on_lock_wait: told whom a writer waits for (see :class:`~handoff_files.foundation.lock.WriterLock`).
         :param kind: the kind of thread the store writes as (None: a plain one).
+        :param signing_key: which key signs saves (see :class:`~handoff_files.thread.signatures.KeySource`).
         :returns: the settings.
         :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability*, *format* or *kind*, or
             a *format* that is not the existing primary's.
@@ -144,7 +152,8 @@ class ThreadSettings:
         fmt = choose_format(layout, format)
         lock = WriterLock(path, timeout=lock_timeout, on_wait=on_lock_wait)
         recorded = _recorded_ids(layout) if agent_id is None or thread_id is None else (None, None)
-        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id, recorded, kind)
+        keys = KeySource(signing_key, path)
+        return cls(layout, fmt, algorithm, keep, agent_id, thread_id, durability, lock, name_id, recorded, kind, keys)
 
     @property
     def path(self) -> Path:

@@ -7,15 +7,13 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handoff_files.format import seal as sealing
-from handoff_files.format.codec import MAX_FILE_BYTES, Format
+from handoff_files.format.codec import Format
 from handoff_files.format.content import dump_layers, layers_of
-from handoff_files.format.loader import decode
-from handoff_files.format.model import SCHEMA_VERSION, Handoff, HandoffContent
-from handoff_files.foundation.atomic import is_real_dir, lexists, read_bytes, write_durable
-from handoff_files.foundation.clock import file_stamp
+from handoff_files.format.model import Handoff, HandoffContent
+from handoff_files.foundation.atomic import is_real_dir, lexists
 from handoff_files.foundation.errors import HandoffError, NoHandoffError, TransferRefusedError
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.thread import recovery
@@ -26,10 +24,15 @@ from handoff_files.thread.history import DEFAULT_KEEP, list_history
 from handoff_files.thread.journal import Journal
 from handoff_files.thread.kind import SAVER_AGENT_ID, Kind, refuse_plain_write
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir, ThreadFolder
+from handoff_files.thread.migration import migrate_file
 from handoff_files.thread.notes import check_note, ever_saved
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
+from handoff_files.thread.signatures import signer_report
 from handoff_files.thread.trust import remember_created
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 # the layout's names and the settings' durabilities are re-exported: callers took them from the store
 __all__ = [
@@ -59,7 +62,13 @@ class HandoffStore:
     :param durability: when saves are acknowledged (:data:`Durability`, default ``"journal"``); ``save()`` overrides.
     :param kind: ``"langgraph"``: a LangGraph saver's own store (recorded when it creates the thread); a
         plain store (None) is refused every write into such a thread (:mod:`~handoff_files.thread.kind`).
+    :param signing_key: the key that signs each save (an OpenSSH Ed25519 key file, or a
+        :class:`~handoff_files.signing.keys.SigningKey`); None: the key the user's configuration
+        names, if any (docs/signing.md); False: none.
+    :param allowed_signers: who is trusted to sign (an OpenSSH ``allowed_signers`` file); default:
+        ``$XDG_CONFIG_HOME/handoff-files/allowed_signers``. Restore reports each signer by it.
     :raises InvalidNameError: if an id given is invalid, or a new thread has none and its folder's name gives none.
+    :raises SigningKeyError: if *signing_key* names a key file that cannot be used.
     :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability*, *format* or *kind*.
 
     The facade over the thread's modules: :attr:`layout` names its files, :meth:`locked` holds
@@ -80,6 +89,8 @@ class HandoffStore:
         durability: Durability = "journal",
         on_lock_wait: OnLockWait | None = None,
         kind: Kind | None = None,
+        signing_key: KeyChoice = None,
+        allowed_signers: str | os.PathLike[str] | None = None,
     ) -> None:
         #: The thread directory's paths and listings.
         self.layout = ThreadDir(path)
@@ -96,7 +107,9 @@ class HandoffStore:
             durability=durability,
             on_lock_wait=on_lock_wait,
             kind=kind,
+            signing_key=signing_key,
         )
+        self._allowed = Path(allowed_signers) if allowed_signers is not None else None
         self.lock_timeout = lock_timeout
         self._heads = HeadTracker(self._thread)
         self._temps_left = self.layout.sweep_temps()
@@ -282,45 +295,22 @@ class HandoffStore:
     def migrate(
         self, source: str | os.PathLike[str] | None = None, *, dry_run: bool = False, assume_version: str | None = None
     ) -> MigrationReport:
-        """Rewrite an older handoff as the thread's next sealed 2.0 generation.
-
-        Rewrites files (unless *dry_run*): the original bytes are kept in ``history/`` as
-        ``legacy-…``, then the migrated content is saved as a save would, with
-        ``lineage.migrated_from``. A file that is already 2.0 is left alone.
+        """Rewrite an older handoff as the thread's next sealed generation (see :mod:`.migration`).
 
         :param source: the older file (default: the primary).
         :param assume_version: the version of a file that does not say (see :func:`load`).
         :raises HandoffError: as :func:`load` does for the source, or as :meth:`save` does.
         """
         path = Path(source) if source is not None else self.primary
-        data, _ = read_bytes(path, MAX_FILE_BYTES)
-        handoff = decode(data, path, assume_version=assume_version)
-        migrated = handoff.lineage.migrated_from
-        if handoff.seal is not None or migrated is None:
-            return MigrationReport(path, SCHEMA_VERSION, None, (), None, dry_run)
-        lineage = handoff.lineage.model_dump(mode="json")
-        if dry_run:
-            return MigrationReport(path, migrated.schema_version, handoff, tuple(migrated.notes), None, dry_run)
-        layers = dump_layers(handoff.content())
-        self.init()
-        with self.locked():
-            refuse_plain_write(self.layout, self._thread.kind, "migrate")  # before the legacy copy is kept
-            listing = self.layout.generations()
-            head = self._heads.current(listing)
-            if path.resolve() != self.primary.resolve():
-                # the primary keeps its own bytes (a save keeps a bad or older primary); keep the source's
-                kept = self.layout.kept_copy(f"legacy-{migrated.schema_version}", file_stamp(), f"-{path.name}")
-                write_durable(kept, data)
-            generation = max(head.generation, handoff.generation) + 1
-            _, thread_id = self._thread.ids(head.agent_id, head.thread_id)
-            lineage["migrated_from"]["notes"].append(
-                f"sealed by `handoff migrate` as generation {generation} of thread "
-                f"{thread_id!r}, which gives it its agent and thread ids"
-            )
-            receipt = self._save_locked(
-                layers, head, listing, lineage=lineage, after=handoff.generation, event="migrated"
-            )
-        return MigrationReport(path, migrated.schema_version, handoff, tuple(migrated.notes), receipt, dry_run)
+        return migrate_file(
+            self._thread,
+            self._heads,
+            path,
+            dry_run=dry_run,
+            assume_version=assume_version,
+            init=self.init,
+            save_locked=self._save_locked,
+        )
 
     def _save_locked(
         self,
@@ -352,6 +342,9 @@ class HandoffStore:
     def restore(self, *, accept_edit: bool = False) -> Restored:
         """Return the newest verified generation, climbing down the recovery ladder if need be.
 
+        A copy whose signature does not verify over its seal is damaged, and passed over as one;
+        ``signature`` says who signed the generation returned, as ``allowed_signers`` sees it.
+
         The ladder: the primary (migrated if old), cross-checked against ``state.json`` and the
         journal's last save → the newest verified generation in ``history/`` → a rebuild from
         ``state.json`` and the journal (state exact, other layers from the journal's summary,
@@ -362,6 +355,9 @@ class HandoffStore:
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
         """
         restored = recovery.restore(self._thread, seal_edit=self.seal if accept_edit else None)
+        if restored.handoff.seal is not None and restored.handoff.seal.signature is not None:
+            report = signer_report(restored.handoff, restored.path, allowed_signers=self._allowed)
+            restored = replace(restored, signature=report)
         if lexists(self.layout.transferred):
             closed = f"this thread was transferred (see {TRANSFERRED_NAME}) and is closed: continue in the target"
             restored = replace(restored, problems=(*restored.problems, closed))

@@ -1,0 +1,178 @@
+"""Signatures on a thread's generations: which key signs a save, and what a restore says of the signer.
+
+A generation's signature (format 2.1, ``seal.signature``) is an SSHSIG signature over its seal's
+text ``ALGORITHM:DIGEST`` (docs/signing.md). Two questions are kept apart:
+
+- **Does it verify?** A signature that does not verify over its own seal with the key it names is
+  damage, as a digest that does not match is: the recovery ladder passes the copy over
+  (:func:`signature_damage`). Nothing outside the file is needed to tell.
+- **Who made it, and is that key trusted?** The key is looked up in ``allowed_signers`` (and the
+  revoked list) outside the thread (:func:`signer_report`); the answer is reported with the
+  restore, never hidden.
+
+``cryptography`` and the signing modules are imported only when a key signs or a signature is
+checked: an unsigned thread's restore never loads them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, SignatureError
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from handoff_files.format.model import Handoff
+    from handoff_files.signing.keys import SigningKey
+
+    #: Which key signs a store's saves: a key file's path or a loaded key; None: the one the user's
+    #: configuration names (:func:`~handoff_files.signing.keys.configured_key`), if any; False: none.
+    KeyChoice: TypeAlias = str | os.PathLike[str] | SigningKey | Literal[False] | None
+
+__all__ = [
+    "ALLOWED_SIGNERS_ENV",
+    "KeySource",
+    "SignatureReport",
+    "default_allowed_signers",
+    "sign_document",
+    "signature_damage",
+    "signer_report",
+]
+
+#: A path naming another ``allowed_signers`` file than the one in the user's configuration folder.
+ALLOWED_SIGNERS_ENV: Final = "HANDOFF_FILES_ALLOWED_SIGNERS"
+
+
+def default_allowed_signers() -> Path:
+    """``$HANDOFF_FILES_ALLOWED_SIGNERS``, else ``allowed_signers`` in the configuration folder
+    (``$XDG_CONFIG_HOME/handoff-files/``, default ``~/.config/handoff-files/``)."""
+    named = os.environ.get(ALLOWED_SIGNERS_ENV)
+    if named:
+        return Path(named).expanduser()
+    from handoff_files.signing.keys import config_dir  # noqa: PLC0415 -- signing is loaded only when asked
+
+    return config_dir() / "allowed_signers"
+
+
+class KeySource:
+    """The key a store signs with, found once: an explicit key is read at once (a bad one is an
+    error when the store is made); the configured one at the first save that needs it.
+
+    :param choice: see :data:`KeyChoice`.
+    :param where: the thread, named in errors.
+    :raises SigningKeyError: if an explicit key file cannot be used.
+    :raises HandoffValidationError: if *choice* is not a path, a key, False or None.
+    """
+
+    def __init__(self, choice: KeyChoice, where: str | os.PathLike[str]) -> None:
+        self._where = where
+        self._resolved = choice is False
+        self._key: SigningKey | None = None
+        if choice is None or choice is False:
+            return
+        from handoff_files.signing.keys import SigningKey, load_signing_key  # noqa: PLC0415 -- only when signing
+
+        if isinstance(choice, SigningKey):
+            self._key = choice
+        elif isinstance(choice, str | os.PathLike):
+            self._key = load_signing_key(choice)
+        else:
+            msg = f"signing_key must be a key file's path, a SigningKey, False or None, not {type(choice).__name__}"
+            raise HandoffValidationError(where, msg)
+        self._resolved = True
+
+    def key(self) -> SigningKey | None:
+        """The key to sign with, or None; the configured one is looked for once.
+
+        :raises SigningKeyError: if the configured key file cannot be used (never silently unsigned).
+        :raises HandoffParseError: if the configuration file cannot be read.
+        """
+        if not self._resolved:
+            from handoff_files.signing.keys import configured_key, load_signing_key  # noqa: PLC0415 -- lazy
+
+            path = configured_key()
+            self._key = load_signing_key(path) if path is not None else None
+            self._resolved = True
+        return self._key
+
+
+def sign_document(document: dict[str, Any], key: SigningKey) -> None:
+    """Sign a sealed document in place: ``seal.signature`` over the seal's text (outside what the digest covers)."""
+    seal = document["seal"]
+    seal["signature"] = key.sign(f"{seal['algorithm']}:{seal['digest']}".encode())
+
+
+def signature_damage(handoff: Handoff, where: str | os.PathLike[str]) -> str | None:
+    """Why *handoff*'s signature does not verify over its seal (damage), or None (unsigned, or it verifies)."""
+    seal = handoff.seal
+    if seal is None or seal.signature is None:
+        return None
+    from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
+
+    try:
+        sshsig.verify(seal.signature, str(seal).encode(), where)
+    except SignatureError as exc:
+        return f"its signature does not verify over its seal: {exc.reason}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureReport:
+    """Who signed a generation, as this user's ``allowed_signers`` sees it.
+
+    ``principal`` is the name the file gives the key (None: not trusted, ``problem`` says why: a
+    key not listed, listed for another namespace or outside its ``valid-after``/``valid-before``
+    window at the generation's time, or revoked). ``fingerprint`` is the key's, ``SHA256:…``.
+    """
+
+    fingerprint: str
+    principal: str | None
+    problem: str | None
+    allowed_signers: Path
+
+    @property
+    def trusted(self) -> bool:
+        """True when ``allowed_signers`` trusts the key for handoffs at the generation's time."""
+        return self.principal is not None
+
+    def describe(self) -> str:
+        """One line: ``signed by alice@example.com (SHA256:…)``, or why the signer is not trusted."""
+        if self.principal is not None:
+            return f"signed by {self.principal} ({self.fingerprint})"
+        return f"signed by {self.fingerprint}, not trusted: {self.problem}"
+
+
+def signer_report(
+    handoff: Handoff, where: str | os.PathLike[str], *, allowed_signers: Path | None = None
+) -> SignatureReport | None:
+    """Who signed *handoff*, looked up in ``allowed_signers`` at its ``created_at``; None if unsigned.
+
+    The signature itself is taken as verified (restore passes over a copy whose signature does not);
+    it is parsed again here, which checks nothing new.
+
+    :param allowed_signers: the file (default: :func:`default_allowed_signers`); ``revoked_keys``
+        beside it is read too. A missing file trusts no one.
+    :raises HandoffError: if a trust file exists but cannot be read (too large, open to others' writes).
+    """
+    seal = handoff.seal
+    if seal is None or seal.signature is None:
+        return None
+    from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
+    from handoff_files.signing.allowed import AllowedSigners  # noqa: PLC0415
+    from handoff_files.signing.revoked import REVOKED_NAME, load_revoked  # noqa: PLC0415
+
+    path = allowed_signers if allowed_signers is not None else default_allowed_signers()
+    signed = sshsig.parse(seal.signature, where)
+    trusted = AllowedSigners.load(path, missing_ok=True)
+    revoked = load_revoked(path.parent / REVOKED_NAME, missing_ok=True)
+    at = handoff.created_at if handoff.created_at.tzinfo is not None else handoff.created_at.replace(tzinfo=dt.UTC)
+    try:
+        principal = trusted.signer_of(signed, at=at, revoked=revoked, where=where)
+    except HandoffError as exc:
+        return SignatureReport(signed.fingerprint, None, exc.reason, path)
+    return SignatureReport(signed.fingerprint, principal, None, path)
