@@ -23,6 +23,14 @@ def _ack_key(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["HANDOFF_FILES_KEY"] = str(tmp_path_factory.mktemp("ack-key") / "ack.key")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_configuration(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The user's own configuration (a signing key, allowed_signers) never signs or judges a test's saves."""
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config-home"))
+    for name in ("HANDOFF_FILES_SIGNING_KEY", "HANDOFF_FILES_ALLOWED_SIGNERS"):
+        os.environ.pop(name, None)
+
+
 @pytest.fixture
 def thread_dir(tmp_path: Path) -> Path:
     """A fresh, not yet created thread directory with a valid name (the store takes ids from it)."""
