@@ -120,9 +120,10 @@ class Seal(S):
     digest: str
     hmac: str | None = None
     key_id: str | None = None
+    signature: str | None = None
 
 class Handoff(S):
-    schema_version: Literal["2.0"]
+    schema_version: Literal["2.0", "2.1"]
     agent_id: Id
     thread_id: Id
     generation: Annotated[int, Field(ge=1)]

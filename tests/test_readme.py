@@ -385,7 +385,7 @@ SHELL: Final[dict[str, Line]] = {
     ),
     "handoff migrate threads/old-run --dry-run": Line(old_run),
     "handoff migrate threads/old-run": Line(
-        old_run, check=lambda s, _: load(s / "threads" / "old-run" / "handoff.json").schema_version == "2.0"
+        old_run, check=lambda s, _: load(s / "threads" / "old-run" / "handoff.json").schema_version == "2.1"
     ),
     # hand it on
     "handoff export threads/t1 --to beta --blobs /shared/blobs > d.json": Line(

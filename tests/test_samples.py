@@ -116,10 +116,10 @@ def test_legacy_sample_is_written_as_its_old_writer_wrote_it(version: str, path:
 
 
 @pytest.mark.parametrize(("version", "path"), LEGACY_PARAMS)
-def test_legacy_sample_loads_by_migrating_to_2_0_and_keeps_its_story(version: str, path: Path) -> None:
+def test_legacy_sample_loads_by_migrating_to_the_current_version_and_keeps_its_story(version: str, path: Path) -> None:
     old = json.loads(path.read_bytes())
     handoff = load(path)
-    assert handoff.schema_version == "2.0"
+    assert handoff.schema_version == "2.1"
     migrated = handoff.lineage.migrated_from
     assert migrated is not None
     assert migrated.schema_version == version

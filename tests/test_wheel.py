@@ -162,7 +162,8 @@ def test_the_installed_wheel_migrates_old_samples_outside_the_source_tree(
         "handoff-0.8.schema.json",
         "handoff-1.0.schema.json",
         "handoff-2.0.schema.json",
+        "handoff-2.1.schema.json",
     ]
-    assert result["steps"] == ["0.8", "1.0"]
-    assert result["v0.8.json"][:2] == ["2.0", "0.8"]
-    assert result["v1.0.json"][:2] == ["2.0", "1.0"]
+    assert result["steps"] == ["0.8", "1.0", "2.0"]
+    assert result["v0.8.json"][:2] == ["2.1", "0.8"]
+    assert result["v1.0.json"][:2] == ["2.1", "1.0"]

@@ -195,7 +195,7 @@ def _add_file_commands(add: Add) -> None:
     p = add(
         "migrate",
         _handler("commands", "migrate"),
-        "rewrite an older (0.8 or 1.0) handoff as the next sealed 2.0 generation",
+        "rewrite an older (0.8 or 1.0) handoff as the next sealed generation (format 2.1)",
     )
     p.add_argument("path", metavar="THREAD", help="thread directory (its primary) or the older file inside it")
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")

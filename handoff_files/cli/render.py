@@ -228,11 +228,12 @@ def migration_report(report: MigrationReport, *, term: Terminal | None = None) -
     t = terminal() if term is None else term
     if report.handoff is None:
         return f"{report.source} is already {report.original_version}: nothing to do\n"
+    step = f"{report.source}: {report.original_version} → {report.handoff.schema_version}"
     if report.receipt is None:
-        head = f"{report.source}: {report.original_version} → 2.0 (dry run, nothing written)"
+        head = f"{step} (dry run, nothing written)"
     else:
         head = (
-            f"{report.source}: {report.original_version} → 2.0, sealed as generation {report.receipt.generation} "
+            f"{step}, sealed as generation {report.receipt.generation} "
             f"in {report.receipt.path} ({short_digest(report.receipt.checksum)})"
         )
     lines = [*fit("", head, t, "  "), "assumptions the migration made:"]

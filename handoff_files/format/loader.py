@@ -64,7 +64,7 @@ def load(
 ) -> Handoff:
     """Load one handoff file: parse strictly, check the version, verify, migrate, validate.
 
-    A 0.8 or 1.0 file has its checksum over ``state`` verified, then is migrated to 2.0 in
+    A 0.8 or 1.0 file has its checksum over ``state`` verified, then is migrated to the current version in
     memory; the result is unsealed (``seal`` is None) and records ``lineage.migrated_from``.
     Never writes, never returns partial data.
 

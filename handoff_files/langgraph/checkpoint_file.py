@@ -22,7 +22,7 @@ from typing import Any, Final
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES, parse_json
 from handoff_files.format.loader import Origin, load
-from handoff_files.format.model import MAX_INT, SCHEMA_VERSION, integral
+from handoff_files.format.model import MAX_INT, NATIVE_VERSIONS, integral
 from handoff_files.foundation.atomic import read_bytes
 from handoff_files.foundation.errors import HandoffError, UnsupportedVersionError
 
@@ -75,7 +75,7 @@ def _sealed_checkpoint(data: bytes, path: Path) -> CheckpointFile | None:
     """The checkpoint in *data* when it parses, its seal matches and its shapes are the saver's; else None."""
     try:
         parsed = parse_json(data, path)
-        if not isinstance(parsed, dict) or parsed.get("schema_version") != SCHEMA_VERSION:
+        if not isinstance(parsed, dict) or parsed.get("schema_version") not in NATIVE_VERSIONS:
             return None
         document = integral(parsed)  # the seal covers the values the model holds, as the loader's does
         if not _shaped(document):

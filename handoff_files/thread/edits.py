@@ -112,7 +112,7 @@ def already_sealed(current: Handoff, primary: Path) -> SaveReceipt:
     :raises HandoffError: if it is an older version, not an edit (``handoff migrate`` rewrites it).
     """
     if current.seal is None:
-        msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed 2.0 generation"
+        msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed current generation"
         raise HandoffError(primary, msg)
     return SaveReceipt(
         current.generation, str(current.seal), primary, current.created_at, ("already sealed: nothing to do",)

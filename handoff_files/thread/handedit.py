@@ -100,7 +100,7 @@ def prepare(store: HandoffStore) -> EditCopy:
         msg = "holds a person's edit not sealed yet: `handoff seal` it (or undo it) before `handoff edit`"
         raise HandoffError(primary, msg)
     if current is not None and current.seal is None:
-        msg = "is an older version: `handoff migrate` rewrites it as a sealed 2.0 generation; then edit it"
+        msg = "is an older version: `handoff migrate` rewrites it as a sealed current generation; then edit it"
         raise HandoffError(primary, msg)
     restored = store.restore()
     note = None
@@ -202,7 +202,7 @@ def discard(path: Path) -> None:
 def _read_copy(path: Path) -> Handoff:
     """The edited copy as a handoff: sealed (untouched, or only reformatted) or a valid edit of one.
 
-    :raises HandoffError: it cannot be read, or does not parse or validate as a 2.0 handoff.
+    :raises HandoffError: it cannot be read, or does not parse or validate as a current handoff.
     """
     data, _ = read_bytes(path, MAX_FILE_BYTES, follow_symlinks=False)
     try:  # a person's own copy, edited on purpose: any seal mismatch in it is their edit

@@ -60,7 +60,7 @@ def find_head(thread: ThreadSettings) -> Head:
         # the newest generation survives only in state.json (a rebuilt restore): chain to its seal
         return Head(highest, mirror.seal, mirror.agent_id, mirror.thread_id, found.primary, saves)
     if found.newest is None or found.newest.handoff.seal is None:
-        # nothing sealed, or an older version migrated in memory: no 2.0 seal to chain to, no ids
+        # nothing sealed, or an older version migrated in memory: no seal to chain to, no ids
         return Head(highest, None, None, None, found.primary, saves)
     handoff = found.newest.handoff
     return Head(highest, str(handoff.seal), handoff.agent_id, handoff.thread_id, found.primary, saves)

@@ -73,7 +73,7 @@ def test_migrate_json_says_whether_this_run_wrote_a_generation(tmp_path: Path, s
     done = machine(handoff("migrate", old, "--json", env=subprocess_env))
     assert done["changed"] is True
     again = machine(handoff("migrate", old, "--json", env=subprocess_env))
-    assert (again["changed"], again["original_version"]) == (False, "2.0")
+    assert (again["changed"], again["original_version"]) == (False, "2.1")
 
 
 def test_export_context_with_json_prints_one_object_with_or_without_an_output_file(

@@ -417,10 +417,10 @@ def test_free_form_integers_in_the_64_bit_range_load_the_same_whatever_the_layou
     ("version", "named"),
     [
         pytest.param(None, ["no schema_version", "2.0"], id="missing"),
-        pytest.param(2.0, ["2.0", "'2.0'", "string"], id="number-2.0"),
-        pytest.param(2, ["found 2", "'2.0'"], id="number-2"),
+        pytest.param(2.0, ["found 2.0", "'2.1'", "string"], id="number-2.0"),
+        pytest.param(2, ["found 2", "'2.1'"], id="number-2"),
         pytest.param("1.5", ["'1.5'", "2.0"], id="unknown-older"),
-        pytest.param("3.0", ["'3.0'", "newer", "'2.0'", "upgrade"], id="newer"),
+        pytest.param("3.0", ["'3.0'", "newer", "'2.1'", "upgrade"], id="newer"),
         pytest.param("2.0.1", ["'2.0.1'", "2.0"], id="newer-patch"),
         pytest.param("two", ["'two'", "2.0"], id="not-a-number"),
         pytest.param("", ["''", "2.0"], id="empty"),
@@ -442,9 +442,9 @@ def test_unsupported_schema_version_names_found_and_known_versions(
 
 def test_unsupported_version_in_yaml_is_named(tmp_path: Path) -> None:
     path = saved(tmp_path, "yaml")
-    path.write_bytes(sub("schema_version: '2.0'", "schema_version: 2.0")(path.read_bytes()))
+    path.write_bytes(sub("schema_version: '2.1'", "schema_version: 2.1")(path.read_bytes()))
     exc = load_fails(path, UnsupportedVersionError)
-    assert "2.0" in exc.reason
+    assert "found 2.1 (float)" in exc.reason
 
 
 # -- names and paths ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The 2.0 JSON Schema in schemas/ matches the models, and saved files validate against it."""
+"""The current (2.1) JSON Schema in schemas/ matches the models, and saved files validate against it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from handoff_files.transfers.descriptor import DESCRIPTOR_SCHEMA_FILE, descripto
 FROZEN: Final = {
     "handoff-0.8.schema.json": "c5ad8977f6cf0b0bfa6f1dd1cdfe140b6ea4866e51877719b742724da2062708",
     "handoff-1.0.schema.json": "0936e4b8a407f104f3bb55be38797fe313446e2f0a775640993a0a34d4f340cc",
+    # generated from the 2.0 models while 2.0 was current (up to 8452ed3), frozen when 2.1 added seal.signature
+    "handoff-2.0.schema.json": "e4d09c16c66c6bc67e2c7a8899ea9365a27e53486f15df6a293939a74773bed1",
 }
 
 

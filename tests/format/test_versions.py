@@ -1,4 +1,4 @@
-"""Versions: 0.8 and 1.0 migrate to 2.0 faithfully, their checksums are checked, unknown versions are refused."""
+"""Versions: 0.8 and 1.0 migrate to 2.1 (through 2.0) faithfully, checksums are checked, unknown versions refused."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def everything_landed(old: dict[str, Any], new: Handoff) -> None:
 
 
 @given(v1_documents)
-def test_any_1_0_document_migrates_to_a_valid_2_0_one_keeping_every_field(document: dict[str, Any]) -> None:
+def test_any_1_0_document_migrates_to_a_valid_current_one_keeping_every_field(document: dict[str, Any]) -> None:
     old = sealed_legacy(document)
     frozen = copy.deepcopy(old)
     first = migrate_document(old, "<test>")
@@ -154,7 +154,7 @@ def test_any_1_0_document_migrates_to_a_valid_2_0_one_keeping_every_field(docume
 
 
 @given(v08_documents)
-def test_any_0_8_document_migrates_to_a_valid_2_0_one_keeping_every_field(document: dict[str, Any]) -> None:
+def test_any_0_8_document_migrates_to_a_valid_current_one_keeping_every_field(document: dict[str, Any]) -> None:
     old = sealed_legacy(document)
     frozen = copy.deepcopy(old)
     migrated = migrate_document(old, "<test>")
@@ -173,13 +173,13 @@ def test_any_0_8_document_migrates_to_a_valid_2_0_one_keeping_every_field(docume
         assert "todo list" in notes
 
 
-def test_migrating_a_2_0_document_changes_nothing(thread_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_migrating_a_current_document_changes_nothing(thread_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     receipt = HandoffStore(thread_dir).save({"narrative": "current"})
     document = json.loads(receipt.path.read_text(encoding="utf-8"))
     assert migrate_document(document, receipt.path) == document
     before = {p: p.read_bytes() for p in thread_dir.rglob("*") if p.is_file()}
     assert main(["migrate", str(thread_dir)]) == 0
-    assert "already 2.0: nothing to do" in capsys.readouterr().out
+    assert "already 2.1: nothing to do" in capsys.readouterr().out
     assert {p: p.read_bytes() for p in thread_dir.rglob("*") if p.is_file()} == before
 
 
@@ -247,10 +247,10 @@ def test_keys_that_look_like_the_migrations_own_are_kept_as_data(tmp_path: Path)
     assert legacy["legacy_extra"] == {"x": 1}
 
 
-def test_the_steps_are_found_one_per_file_and_chain_to_2_0() -> None:
+def test_the_steps_are_found_one_per_file_and_chain_to_the_current_version() -> None:
     chain = steps()
-    assert {s: chain[s].target for s in chain} == {"0.8": "1.0", "1.0": "2.0"}
-    assert {chain[s].name for s in chain} == {"v0_8_to_v1_0", "v1_0_to_v2_0"}
+    assert {s: chain[s].target for s in chain} == {"0.8": "1.0", "1.0": "2.0", "2.0": "2.1"}
+    assert {chain[s].name for s in chain} == {"v0_8_to_v1_0", "v1_0_to_v2_0", "v2_0_to_v2_1"}
 
 
 V1: dict[str, Any] = {
@@ -286,7 +286,7 @@ def test_a_1_0_file_with_an_edited_narrative_loads_and_says_its_seal_covered_onl
     [
         pytest.param({"schema_version": None}, ["no schema_version", "--assume-version"], id="no-version"),
         pytest.param({"schema_version": "1.5"}, ["'1.5'", "0.8, 1.0, 2.0"], id="unknown-version"),
-        pytest.param({"schema_version": "2.1"}, ["'2.1' is newer than '2.0'", "upgrade"], id="newer-version"),
+        pytest.param({"schema_version": "2.2"}, ["'2.2' is newer than '2.1'", "upgrade"], id="newer-version"),
         pytest.param({"schema_version": 1.0}, ["must be a string", "1.0 (float)"], id="number-version"),
     ],
 )
@@ -342,7 +342,7 @@ def test_migrate_dry_run_writes_nothing_and_migrate_seals_the_next_generation(
     assert main(["migrate", str(thread)]) == 0
     assert "sealed as generation 5" in capsys.readouterr().out
     migrated = load(original)
-    assert (migrated.schema_version, migrated.generation, migrated.thread_id) == ("2.0", 5, "importer")
+    assert (migrated.schema_version, migrated.generation, migrated.thread_id) == ("2.1", 5, "importer")
     assert migrated.seal is not None
     assert migrated.lineage.migrated_from is not None
     assert migrated.lineage.migrated_from.schema_version == "1.0"
@@ -350,7 +350,7 @@ def test_migrate_dry_run_writes_nothing_and_migrate_seals_the_next_generation(
     assert [p.read_bytes() for p in kept] == [before], "the original bytes must be kept in history/"
 
     assert main(["migrate", str(thread)]) == 0
-    assert "already 2.0: nothing to do" in capsys.readouterr().out
+    assert "already 2.1: nothing to do" in capsys.readouterr().out
     assert HandoffStore(thread).restore().generation == 5
 
 
