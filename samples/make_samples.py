@@ -1,14 +1,18 @@
-"""The sample generator: one coding task told in formats 0.8, 1.0 and 2.0, and the broken cases.
+"""The sample generator: one coding task told in formats 0.8, 1.0, 2.0 and 2.1, and the broken cases.
 
-Usage: ``python samples/make_samples.py [OUT_DIR] [--refresh-v2]`` (OUT_DIR defaults to ``samples/``).
+Usage: ``python samples/make_samples.py [OUT_DIR] [--refresh]`` (OUT_DIR defaults to ``samples/``).
 
 The story is a CSV importer being ported from python-dateutil to the ``whenever`` date library
 over several sessions: session 2 wrote a 0.8 handoff, session 5 a 1.0 one, session 8 a sealed 2.0
-one (JSON, and YAML with a person's comments). The legacy files are written exactly as their old
-writers did (``json.dumps(handoff, indent=2)``, a 16-hex sha256 of the state), from fixed data, so
-a re-run gives the same bytes. A 2.0 file carries the moment it was sealed, so the 2.0 samples are
-made once with the library and then kept: a re-run derives the 2.0 broken cases from the kept
-files, and only ``--refresh-v2`` (or an OUT_DIR without them) seals new ones.
+one and the same content sealed and signed as 2.1 (JSON, and YAML with a person's comments). The
+legacy files are written exactly as their old writers did (``json.dumps(handoff, indent=2)``, a
+16-hex sha256 of the state), from fixed data, so a re-run gives the same bytes.
+
+A sealed file carries the moment it was sealed, so it is made once with the library and then kept:
+the 2.0 samples for good (this library writes 2.1 now; they are what a 2.0 writer left), the 2.1
+samples until ``--refresh`` (or an OUT_DIR without them) seals and signs new ones. A re-run derives
+the broken cases from the kept files. The 2.1 samples are signed by ``keys/sample-signer``, a key
+made for the samples and published with them on purpose: never trust it for anything else.
 
 ``broken/expected.json`` maps each broken file to the error ``handoff_files.load`` must raise and
 a fragment its message must contain.
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from handoff_files import HandoffStore, load
+from handoff_files.signing.keys import allowed_signers_line, create_key, load_signing_key
 
 Format = Literal["json", "yaml"]
 
@@ -33,6 +38,7 @@ SAMPLES: Final = Path(__file__).resolve().parent
 NAME: Final = "coding-task"
 AGENT_ID: Final = "importer-agent"
 THREAD_ID: Final = "importer-port"
+SIGNER: Final = "importer-agent@samples.invalid"  # the 2.1 samples' signer, as keys/allowed_signers names it
 
 
 class LegacyState(TypedDict):
@@ -394,13 +400,35 @@ def annotate_yaml(data: bytes) -> bytes:
     return "".join(f"{line}\n" for line in lines).encode("utf-8")
 
 
-def seal_v20(fmt: Format) -> bytes:
-    """Seal the session-8 content with the library and return the primary's bytes (YAML with comments added).
+def sample_keys(out: Path) -> dict[Path, bytes]:
+    """The samples' signing key, its public line and an ``allowed_signers`` naming it: kept when present
+    under *out* (or in ``samples/``), else made anew."""
+    keys = out / "keys"
+    for source in (keys, SAMPLES / "keys"):
+        private = source / "sample-signer"
+        if private.is_file():
+            return {keys / p.name: p.read_bytes() for p in sorted(source.iterdir()) if p.is_file()}
+    with tempfile.TemporaryDirectory(prefix="handoff-samples-") as tmp:
+        key = create_key(Path(tmp) / "sample-signer", comment=SIGNER)
+        line = allowed_signers_line(key, SIGNER) + "\n"
+        return {
+            keys / "sample-signer": key.path.read_bytes(),
+            keys / "sample-signer.pub": key.path.with_name("sample-signer.pub").read_bytes(),
+            keys / "allowed_signers": line.encode("utf-8"),
+        }
+
+
+def seal_v21(fmt: Format, private_key: bytes) -> bytes:
+    """Seal and sign the session-8 content with the library; return the primary's bytes (YAML with comments).
 
     :raises RuntimeError: if the commented YAML no longer loads as the same handoff.
     """
     with tempfile.TemporaryDirectory(prefix="handoff-samples-") as tmp:
-        store = HandoffStore(Path(tmp) / THREAD_ID, agent_id=AGENT_ID, format=fmt)
+        key_file = Path(tmp) / "sample-signer"
+        key_file.write_bytes(private_key)
+        key_file.chmod(0o600)  # a checkout leaves it 0644; a key must be the user's alone
+        key = load_signing_key(key_file)
+        store = HandoffStore(Path(tmp) / THREAD_ID, agent_id=AGENT_ID, format=fmt, signing_key=key)
         primary = store.save(v20_content()).path
         sealed = load(primary)
         if fmt == "json":
@@ -431,7 +459,7 @@ def truncate(data: bytes) -> bytes:
 TICKET: Final = b"(ticket OPS-412)"  # in state.blocked_tasks only, in both legacy samples
 
 
-def broken_cases(v08: bytes, v10: bytes, v20: bytes) -> dict[str, tuple[bytes, Expected]]:
+def broken_cases(v08: bytes, v10: bytes, v20: bytes, v21: bytes) -> dict[str, tuple[bytes, Expected]]:
     """Derive every broken case from the intact samples' bytes: file name → (bytes, expected error)."""
     doc10 = json.loads(v10)
     doc08 = json.loads(v08)
@@ -453,6 +481,11 @@ def broken_cases(v08: bytes, v10: bytes, v20: bytes) -> dict[str, tuple[bytes, E
     newer: Expected = {"error": "UnsupportedVersionError", "contains": "newer than"}
     digest = json.loads(v20)["seal"]["digest"]
     wrong_digest = digest[:-1] + format((int(digest[-1], 16) + 1) % 16, "x")
+    signature = json.loads(v21)["seal"]["signature"]
+    doc20 = json.loads(v20)
+    doc20["seal"]["signature"] = signature  # a signature is 2.1's alone: a 2.0 file holding one is not 2.0
+    unarmored = signature.replace("-----BEGIN SSH SIGNATURE-----\n", "")
+    not_valid: Expected = {"error": "HandoffValidationError", "contains": "signature"}
     return {
         "v0.8-truncated.json": (truncate(v08), parse),
         # 'OPS-412' becomes 'OPS-413' inside state.blocked_tasks: one bit, covered by the checksum
@@ -472,6 +505,13 @@ def broken_cases(v08: bytes, v10: bytes, v20: bytes) -> dict[str, tuple[bytes, E
         "v2.0-flipped-byte.json": (flip_bit(v20, b"dateutil: rows.py", 10, 0x01), seal),
         "v2.0-wrong-seal.json": (v20.replace(digest.encode(), wrong_digest.encode()), seal),
         "v3.0-newer-version.json": (v20.replace(b'"schema_version": "2.0"', b'"schema_version": "3.0"', 1), newer),
+        "v2.1-truncated.json": (truncate(v21), parse),
+        "v2.1-flipped-byte.json": (flip_bit(v21, b"dateutil: rows.py", 10, 0x01), seal),
+        "v2.0-with-signature.json": ((json.dumps(doc20, indent=2, ensure_ascii=False) + "\n").encode(), not_valid),
+        "v2.1-signature-not-armored.json": (
+            v21.replace(json.dumps(signature).encode(), json.dumps(unarmored).encode()),
+            not_valid,
+        ),
     }
 
 
@@ -479,11 +519,12 @@ def _version(contains: str) -> Expected:
     return {"error": "UnsupportedVersionError", "contains": contains}
 
 
-def write_samples(out: Path, *, refresh_v2: bool = False) -> list[Path]:
+def write_samples(out: Path, *, refresh: bool = False) -> list[Path]:
     """Write every sample under *out* and return the paths written, in order.
 
-    The 2.0 samples already in *out* are kept unless *refresh_v2*; everything else is rewritten
-    from fixed data, byte for byte the same on every run.
+    The 2.0 samples are kept (taken from ``samples/`` when *out* has none), the 2.1 samples and the
+    key too unless *refresh*; everything else is rewritten from fixed data, byte for byte the same
+    on every run.
     """
     v08, v10 = dump_legacy(v08_sample()), dump_legacy(v10_sample())
     files: dict[Path, bytes] = {
@@ -493,8 +534,15 @@ def write_samples(out: Path, *, refresh_v2: bool = False) -> list[Path]:
     }
     for fmt in ("json", "yaml"):
         path = out / "v2.0" / f"{NAME}.{fmt}"
-        files[path] = seal_v20(fmt) if refresh_v2 or not path.exists() else path.read_bytes()
-    cases = broken_cases(v08, v10, files[out / "v2.0" / f"{NAME}.json"])
+        files[path] = (path if path.exists() else SAMPLES / "v2.0" / path.name).read_bytes()
+    keys = sample_keys(out)
+    files.update(keys)
+    for fmt in ("json", "yaml"):
+        path = out / "v2.1" / f"{NAME}.{fmt}"
+        files[path] = (
+            seal_v21(fmt, keys[out / "keys" / "sample-signer"]) if refresh or not path.exists() else path.read_bytes()
+        )
+    cases = broken_cases(v08, v10, files[out / "v2.0" / f"{NAME}.json"], files[out / "v2.1" / f"{NAME}.json"])
     for name, (data, _) in cases.items():
         files[out / "broken" / name] = data
     expected = {name: expectation for name, (_, expectation) in sorted(cases.items())}
@@ -503,6 +551,9 @@ def write_samples(out: Path, *, refresh_v2: bool = False) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_bytes() != data:
             path.write_bytes(data)
+    (out / "keys" / "sample-signer").chmod(
+        0o600
+    )  # as a key is kept; git keeps only 0644 or 0755, so a checkout widens it
     return list(files)
 
 
@@ -510,9 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     """Write the samples; print what was written."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("out", nargs="?", type=Path, default=SAMPLES, help="directory to write into (samples/)")
-    parser.add_argument("--refresh-v2", action="store_true", help="seal new 2.0 samples instead of keeping them")
+    parser.add_argument("--refresh", action="store_true", help="seal and sign new 2.1 samples instead of keeping them")
     args = parser.parse_args(argv)
-    for path in write_samples(args.out, refresh_v2=args.refresh_v2):
+    for path in write_samples(args.out, refresh=args.refresh):
         print(path)
     return 0
 

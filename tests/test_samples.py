@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 import handoff_files
 from handoff_files import ChecksumMismatchError, Handoff, HandoffError, HandoffStore, load
 from handoff_files.format.codec import YAML_HEADER
+from handoff_files.thread.signatures import signature_damage, signer_report
 from tests.conftest import ROOT
 
 SAMPLES: Final = ROOT / "samples"
@@ -27,6 +28,9 @@ GENERATOR: Final = SAMPLES / "make_samples.py"
 LEGACY: Final = {"0.8": SAMPLES / "v0.8" / "coding-task.json", "1.0": SAMPLES / "v1.0" / "coding-task.json"}
 V20_JSON: Final = SAMPLES / "v2.0" / "coding-task.json"
 V20_YAML: Final = SAMPLES / "v2.0" / "coding-task.yaml"
+V21_JSON: Final = SAMPLES / "v2.1" / "coding-task.json"
+V21_YAML: Final = SAMPLES / "v2.1" / "coding-task.yaml"
+SAMPLE_SIGNERS: Final = SAMPLES / "keys" / "allowed_signers"
 EXPECTED: Final[dict[str, dict[str, str]]] = json.loads((BROKEN / "expected.json").read_text(encoding="utf-8"))
 
 GOOD = [
@@ -34,9 +38,13 @@ GOOD = [
     pytest.param("1.0", LEGACY["1.0"], id="v1.0-json"),
     pytest.param("2.0", V20_JSON, id="v2.0-json"),
     pytest.param("2.0", V20_YAML, id="v2.0-yaml"),
+    pytest.param("2.1", V21_JSON, id="v2.1-json"),
+    pytest.param("2.1", V21_YAML, id="v2.1-yaml"),
 ]
 LEGACY_PARAMS = [pytest.param(version, path, id=f"v{version}") for version, path in LEGACY.items()]
-V20_PARAMS = [pytest.param(V20_JSON, id="json"), pytest.param(V20_YAML, id="yaml")]
+SEALED_PARAMS = [
+    pytest.param(path, id=f"{path.parent.name}-{path.suffix[1:]}") for path in (V20_JSON, V20_YAML, V21_JSON, V21_YAML)
+]
 BROKEN_PARAMS = [pytest.param(name, expected, id=name) for name, expected in EXPECTED.items()]
 
 
@@ -66,14 +74,15 @@ def _as_a_fresh_checkout_leaves_it(source: Path, directory: Path) -> Path:
 def test_the_generator_reproduces_every_committed_sample_byte_for_byte(
     tmp_path: Path, python: str, subprocess_env: dict[str, str]
 ) -> None:
-    """Legacy and broken files come from fixed data; 2.0 samples are kept and their broken cases derived from them."""
+    """Legacy and broken files come from fixed data; sealed samples are kept, broken cases derived from them."""
     out = tmp_path / "samples"
-    shutil.copytree(SAMPLES / "v2.0", out / "v2.0")
+    for kept in ("v2.0", "v2.1", "keys"):
+        shutil.copytree(SAMPLES / kept, out / kept)
     _run_generator(out, python, subprocess_env)
     written = sorted(path.relative_to(out) for path in out.rglob("*") if path.is_file())
     committed = sorted(
         path.relative_to(SAMPLES)
-        for directory in ("v0.8", "v1.0", "v2.0", "broken")
+        for directory in ("v0.8", "v1.0", "v2.0", "v2.1", "keys", "broken")
         for path in (SAMPLES / directory).rglob("*")
         if path.is_file()
     )
@@ -84,13 +93,24 @@ def test_the_generator_reproduces_every_committed_sample_byte_for_byte(
     )
 
 
-def test_freshly_sealed_2_0_samples_load_and_hold_the_committed_layers(
+def test_freshly_signed_2_1_samples_load_and_hold_the_committed_layers(
     tmp_path: Path, python: str, subprocess_env: dict[str, str]
 ) -> None:
-    _run_generator(tmp_path, python, subprocess_env, "--refresh-v2")
-    for committed in (V20_JSON, V20_YAML):
-        fresh = load(tmp_path / "v2.0" / committed.name)
+    """``--refresh`` seals and signs new 2.1 files with the kept key; the 2.0 files are copied, never resealed."""
+    _run_generator(tmp_path, python, subprocess_env, "--refresh")
+    for committed in (V21_JSON, V21_YAML):
+        fresh = load(tmp_path / "v2.1" / committed.name)
         assert fresh.content() == load(committed).content()
+        assert fresh.schema_version == "2.1"
+        assert fresh.seal is not None
+        assert fresh.seal.signature is not None
+        report = signer_report(fresh, committed, allowed_signers=SAMPLE_SIGNERS)
+        assert report is not None
+        assert report.principal == "importer-agent@samples.invalid"
+    assert [(tmp_path / "v2.0" / p.name).read_bytes() for p in (V20_JSON, V20_YAML)] == [
+        p.read_bytes() for p in (V20_JSON, V20_YAML)
+    ]
+    assert (tmp_path / "keys" / "sample-signer").stat().st_mode & 0o777 == 0o600
 
 
 # -- intact samples -------------------------------------------------------------------------
@@ -158,8 +178,8 @@ def test_the_writeups_own_1_0_example_loads_with_statuses_in_any_case() -> None:
     assert any('decision 3 had status "PENDING"' in note for note in migrated.notes)
 
 
-@pytest.mark.parametrize("path", V20_PARAMS)
-def test_2_0_sample_loads_with_its_seal_verified(path: Path) -> None:
+@pytest.mark.parametrize("path", SEALED_PARAMS)
+def test_sealed_sample_loads_with_its_seal_verified(path: Path) -> None:
     handoff = load(path)  # load() verifies the seal or raises
     assert handoff.seal is not None
     assert (handoff.agent_id, handoff.thread_id) == ("importer-agent", "importer-port")
@@ -171,14 +191,29 @@ def test_2_0_sample_loads_with_its_seal_verified(path: Path) -> None:
     assert handoff.context is not None
 
 
-def test_yaml_sample_carries_human_comments_that_the_seal_ignores() -> None:
-    text = V20_YAML.read_text(encoding="utf-8")
+@pytest.mark.parametrize(("yaml", "json_"), [(V20_YAML, V20_JSON), (V21_YAML, V21_JSON)], ids=["v2.0", "v2.1"])
+def test_yaml_sample_carries_human_comments_that_the_seal_ignores(yaml: Path, json_: Path) -> None:
+    text = yaml.read_text(encoding="utf-8")
     header = YAML_HEADER.count("\n")
     own_line = [line for line in text.splitlines() if line.startswith("#")]
     trailing = [line for line in text.splitlines() if not line.startswith("#") and "  # " in line]
     assert len(own_line) > header
     assert trailing
-    assert load(V20_YAML).content() == load(V20_JSON).content()
+    assert load(yaml).content() == load(json_).content()
+
+
+@pytest.mark.parametrize("path", [V21_JSON, V21_YAML], ids=["json", "yaml"])
+def test_2_1_sample_is_signed_by_the_sample_key_as_its_allowed_signers_names_it(path: Path) -> None:
+    handoff = load(path)
+    assert signature_damage(handoff, path) is None
+    report = signer_report(handoff, path, allowed_signers=SAMPLE_SIGNERS)
+    assert report is not None
+    assert (report.principal, report.problem) == ("importer-agent@samples.invalid", None)
+    public = (SAMPLES / "keys" / "sample-signer.pub").read_text(encoding="utf-8").split()[1]
+    assert public in SAMPLE_SIGNERS.read_text(encoding="utf-8")
+    untrusted = signer_report(handoff, path, allowed_signers=path.parent / "no-such-allowed-signers")
+    assert untrusted is not None
+    assert not untrusted.trusted
 
 
 @pytest.mark.parametrize(("version", "path"), GOOD)
@@ -215,6 +250,7 @@ def test_broken_sample_is_refused_with_its_expected_error(name: str, expected: d
         pytest.param("v0.8-flipped-byte.json", LEGACY["0.8"], id="v0.8"),
         pytest.param("v1.0-flipped-byte.json", LEGACY["1.0"], id="v1.0"),
         pytest.param("v2.0-flipped-byte.json", V20_JSON, id="v2.0"),
+        pytest.param("v2.1-flipped-byte.json", V21_JSON, id="v2.1"),
     ],
 )
 def test_flipped_byte_sample_differs_from_its_source_in_exactly_one_bit(name: str, source: Path) -> None:
@@ -229,6 +265,7 @@ def test_flipped_byte_sample_differs_from_its_source_in_exactly_one_bit(name: st
         pytest.param("v0.8-truncated.json", LEGACY["0.8"], id="v0.8"),
         pytest.param("v1.0-truncated.json", LEGACY["1.0"], id="v1.0"),
         pytest.param("v2.0-truncated.json", V20_JSON, id="v2.0"),
+        pytest.param("v2.1-truncated.json", V21_JSON, id="v2.1"),
     ],
 )
 def test_truncated_sample_is_a_prefix_of_its_source(name: str, source: Path) -> None:

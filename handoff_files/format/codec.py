@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -324,6 +325,25 @@ def render(document: Mapping[str, Any], fmt: Format) -> bytes:
     raise HandoffParseError(_RENDERED, msg)
 
 
+@functools.cache
+def _representer() -> type[Any]:
+    """ruamel's safe representer, but text of several lines (a story, an armored signature) is a
+    literal block, as a person writes it. The emitter still quotes any text a block cannot hold, and
+    render() re-reads what it wrote. A subclass: ruamel's own class, shared with the caller's code,
+    is left as it is."""
+    from ruamel.yaml.representer import SafeRepresenter  # noqa: PLC0415 -- see _parse_yaml
+
+    def text(representer: SafeRepresenter, value: str) -> Any:
+        style = "|" if "\n" in value.rstrip("\n") else None
+        return representer.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    class BlockText(SafeRepresenter):
+        pass
+
+    BlockText.add_representer(str, text)
+    return BlockText
+
+
 def _render_yaml(document: dict[str, Any], *, allow_unicode: bool) -> bytes:
     from ruamel.yaml import YAML  # noqa: PLC0415 -- see _parse_yaml
 
@@ -333,6 +353,7 @@ def _render_yaml(document: dict[str, Any], *, allow_unicode: bool) -> bytes:
     setattr(yaml, "sort_base_mapping_type_on_output", False)  # noqa: B010
     yaml.allow_unicode = allow_unicode
     yaml.width = 100
+    yaml.Representer = _representer()
     buffer = io.StringIO()
     buffer.write(YAML_HEADER)
     yaml.dump(document, buffer)

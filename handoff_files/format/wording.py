@@ -52,6 +52,8 @@ def _one(error: Any) -> str:
     found = _found(error["input"])
     if kind == "missing":
         return f"{where}: expected a value (the field is required), found none"
+    if kind == "signature_version":  # the model's own check across fields: its sentence says it all
+        return str(error["msg"])
     if kind == "extra_forbidden":
         return f"{where}: expected no such field (is it misspelt?), found one holding {found}"
     if kind in ("model_type", "model_attributes_type"):

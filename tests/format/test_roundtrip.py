@@ -65,3 +65,26 @@ def test_generations_chain_through_parent_seals(tmp_path: Path, fmt: Literal["js
     for generation in (2, 3, 4):
         assert history[generation].parent == receipts[generation - 2].checksum
     assert load(store.primary) == history[4]
+
+
+def test_text_of_several_lines_is_a_literal_block_in_yaml_and_reads_back_as_written(tmp_path: Path) -> None:
+    """A story of several lines reads in YAML as a person writes it; text a block cannot hold stays quoted."""
+    story = "First line.\nSecond line, naïve café.\n\nA paragraph after a blank line.\n"
+    receipt = HandoffStore(tmp_path / "t", format="yaml").save(
+        {"narrative": story, "warnings": [{"text": "trailing space \nnext"}]}
+    )
+    text = receipt.path.read_text(encoding="utf-8")
+    assert "narrative: |\n  First line.\n  Second line, naïve café.\n\n  A paragraph after a blank line.\n" in text
+    assert '"trailing space \\nnext"' in text
+    loaded = load(receipt.path)
+    assert (loaded.narrative, loaded.warnings[0].text) == (story, "trailing space \nnext")
+
+
+def test_the_yaml_block_style_leaves_ruamels_own_representer_alone() -> None:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.compat import StringIO
+
+    render({"narrative": "a\nb\n"}, "yaml")
+    out = StringIO()
+    YAML(typ="safe", pure=True).dump({"x": "a\nb\n"}, out)
+    assert out.getvalue() == '{x: "a\\nb\\n"}\n', "ruamel's own SafeRepresenter was changed for every caller"
