@@ -537,7 +537,8 @@ def write_samples(out: Path, *, refresh: bool = False) -> list[Path]:
         files[path] = (path if path.exists() else SAMPLES / "v2.0" / path.name).read_bytes()
     keys = sample_keys(out)
     files.update(keys)
-    for fmt in ("json", "yaml"):
+    formats: tuple[Format, ...] = ("json", "yaml")
+    for fmt in formats:
         path = out / "v2.1" / f"{NAME}.{fmt}"
         files[path] = (
             seal_v21(fmt, keys[out / "keys" / "sample-signer"]) if refresh or not path.exists() else path.read_bytes()

@@ -76,7 +76,8 @@ def receipt_line(receipt: SaveReceipt, verb: str, what: str = "") -> str:
             f"{verb} generation {receipt.generation}{of} in {receipt.path.parent} ({digest}): committed, "
             "but not every copy was written (said above)"
         )
-    return f"{verb} generation {receipt.generation}{of} to {receipt.path} ({digest})"
+    signed = f", signed by {receipt.signed_by}" if receipt.signed_by else ""
+    return f"{verb} generation {receipt.generation}{of} to {receipt.path} ({digest}){signed}"
 
 
 STDIN = "<stdin>"
@@ -99,7 +100,8 @@ def tell_unfinished(receipt: SaveReceipt, args: argparse.Namespace, verb: str) -
 
 
 def lock_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The store keywords for ``--wait``: how long to wait for the writers' lock, telling the person who holds it."""
+    """The store keywords for ``--wait`` (how long to wait for the writers' lock, telling the person
+    who holds it), for the ids a command takes, and for ``--sign-with`` / ``--no-sign``."""
     from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, LockWait  # noqa: PLC0415
 
     def waiting(wait: LockWait) -> None:
@@ -119,6 +121,10 @@ def lock_options(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("thread_id", "agent_id"):  # a first save's ids, where the command takes them
         if getattr(args, name, None) is not None:
             options[name] = getattr(args, name)
+    if getattr(args, "sign_with", None) is not None:
+        options["signing_key"] = args.sign_with
+    elif getattr(args, "no_sign", False):
+        options["signing_key"] = False
     return options
 
 

@@ -43,6 +43,7 @@ def cmd_show(args: argparse.Namespace) -> str:
                 "problems": list(restored.problems),
                 "transferred_to": transferred,
                 "langgraph": None if checkpoint is None else checkpoint.brief(),
+                "signature": None if restored.signature is None else dataclasses.asdict(restored.signature),
                 "handoff": restored.handoff.model_dump(mode="json"),
             }
         )

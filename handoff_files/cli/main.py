@@ -36,6 +36,8 @@ __all__ = ["build_parser", "main"]
 _WRITERS: Final = frozenset(
     {"init", "save", "seal", "migrate", "import", "doctor", "acknowledge", "edit", "set", "prune"}
 )
+# the commands that write a new sealed generation, and so may sign it
+_SIGNERS: Final = frozenset({"save", "seal", "migrate", "import", "edit", "set"})
 _OUTPUT_HELP: Final = f"write exactly these bytes to FILE instead of stdout: {OUTPUT_RULE}"
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
 _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})
@@ -125,6 +127,14 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
                 metavar="S",
                 help="seconds to wait for another writer's lock, saying who holds it (default 30; 0: fail at once)",
             )
+        if name in _SIGNERS:
+            signing = p.add_mutually_exclusive_group()
+            signing.add_argument(
+                "--sign-with",
+                metavar="KEYFILE",
+                help="sign the new generation with this OpenSSH Ed25519 key file (default: the configured key, if any)",
+            )
+            signing.add_argument("--no-sign", action="store_true", help="do not sign, even with a key configured")
         # an unrecognized argument is told in this command's usage, not the top level's
         p.set_defaults(func=func, usage_error=p.error)
         return p

@@ -122,6 +122,12 @@ def _head(restored: Restored, transferred: Mapping[str, Any] | None, t: Terminal
         sealed = f"sealed {moment(h.created_at)} ({seal_text(h) if h.seal is None else short_digest(str(h.seal))})"
     out = fit("", f"{h.agent_id} / {h.thread_id}, generation {h.generation}, {sealed}", t, "  ")
     out += fit("from: ", f"{restored.source} ({restored.path})", t, "  ")
+    signed = restored.signature
+    if signed is not None and signed.trusted:
+        out += fit("", signed.describe(), t, "  ")
+    elif signed is not None:  # said plainly, first thing: this story is not from anyone the user trusts
+        said = signed.describe().removeprefix("not trusted: ")
+        out += highlight(fit("", f"NOT TRUSTED: {said}", t, "  "), 0, "NOT TRUSTED", "bad", t)
     if transferred is not None:
         thread = f" (thread {transferred['thread_id']})" if transferred.get("thread_id") else ""
         out += fit("transferred to: ", f"{transferred['target']}{thread}: this thread is closed", t, "  ")
@@ -206,8 +212,17 @@ def history_table(entries: Iterable[HistoryEntry], *, term: Terminal | None = No
             seal = short_digest(e.checksum, length)
             lost = f"  (no verified {HISTORY_DIR}/ copy: `handoff doctor --repair` writes it)"
             alone = "" if where.startswith(f"{HISTORY_DIR}/") else lost
-        lines += fit(prefix, f"{moment(e.created_at)}  {seal}{alone}", t)
+        lines += fit(prefix, f"{moment(e.created_at)}  {seal}{_signer(e)}{alone}", t)
     return "\n".join(lines) + ("\n" if lines else "(no generations)\n")
+
+
+def _signer(entry: HistoryEntry) -> str:
+    """``  signed by alice@example.com``, ``  signed by SHA256:… (not trusted)``, or nothing (unsigned)."""
+    if entry.signature is None:
+        return ""
+    if entry.signature.principal is not None:
+        return f"  signed by {entry.signature.principal}"
+    return f"  signed by {entry.signature.fingerprint} (not trusted)"
 
 
 def seal_text(handoff: Handoff) -> str:

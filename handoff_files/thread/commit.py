@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES
@@ -27,6 +27,9 @@ from handoff_files.thread.recovery import summary_fields
 from handoff_files.thread.results import SaveReceipt
 from handoff_files.thread.settings import Durability, ThreadSettings
 from handoff_files.thread.signatures import sign_document
+
+if TYPE_CHECKING:
+    from handoff_files.signing.keys import SigningKey
 
 __all__ = ["commit"]
 
@@ -63,7 +66,8 @@ def commit(
     _check_writable(thread, head)
     ids = thread.ids(head.agent_id, head.thread_id)
     created_at = utc_now()
-    document, seal_text = _sealed(thread, layers, head, ids, created_at, lineage=lineage, after=after)
+    key = thread.keys.key() if thread.keys is not None else None  # a key that cannot sign fails here: nothing written
+    document, seal_text = _sealed(thread, layers, head, ids, created_at, lineage=lineage, after=after, key=key)
     data = file_bytes(document, thread.format)
     if len(data) > MAX_FILE_BYTES:
         # never acknowledge a generation the loader would refuse to read back
@@ -88,7 +92,10 @@ def commit(
         journal_first=journal_first,
     )
     generation: int = document["generation"]
-    receipt = SaveReceipt(generation, seal_text, thread.primary, created_at, tuple(problems), tuple(unfinished))
+    signed_by = key.fingerprint if key is not None else None
+    receipt = SaveReceipt(
+        generation, seal_text, thread.primary, created_at, tuple(problems), tuple(unfinished), signed_by
+    )
     return receipt, Head(generation, seal_text, ids[0], ids[1], "ok", head.saves + 1)
 
 
@@ -111,8 +118,9 @@ def _sealed(
     *,
     lineage: dict[str, Any] | None,
     after: int,
+    key: SigningKey | None,
 ) -> tuple[dict[str, Any], str]:
-    """The next generation's whole document, sealed, and its seal as text."""
+    """The next generation's whole document, sealed (and signed with *key*), and its seal as text."""
     generation = max(head.generation, after) + 1
     if generation > MAX_INT:
         msg = f"the next generation would be {generation}, past the 64-bit limit; start a new thread"
@@ -133,7 +141,6 @@ def _sealed(
         msg = f"not valid handoff content: {exc}"
         raise HandoffValidationError(thread.path, msg) from exc
     document["seal"] = {"algorithm": thread.algorithm, "digest": checksum}
-    key = thread.keys.key() if thread.keys is not None else None
     if key is not None:
         sign_document(document, key)  # over the seal's text: the digest is what it was
     return document, f"{thread.algorithm}:{checksum}"

@@ -15,12 +15,14 @@ from handoff_files.foundation.errors import (
     HandoffError,
     HandoffNotFoundError,
     NoHandoffError,
+    SignatureError,
 )
 from handoff_files.thread.edits import layers_diff
 from handoff_files.thread.journal import DOCUMENT, Entry
 from handoff_files.thread.layout import MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import HistoryEntry, Restored
+from handoff_files.thread.signatures import SignerCheck, signature_damage
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -96,12 +98,16 @@ def load_generation(layout: ThreadDir, generation: int) -> Handoff:
     """Generation *generation* as ``history/`` keeps it, verified. Reads only.
 
     :raises GenerationNotFoundError: if ``history/`` holds no file for it (pruned, or never written).
-    :raises HandoffError: the loader's own subclass (``ChecksumMismatchError`` …) if its file does
-        not verify, its reason naming the generation.
+    :raises HandoffError: the loader's own subclass (``ChecksumMismatchError`` …, ``SignatureError``
+        for a signature that does not verify) if its file does not verify, its reason naming the generation.
     """
     path = find_generation(layout, generation)
     try:
-        return load(path, follow_symlinks=False, origin="store")
+        handoff = load(path, follow_symlinks=False, origin="store")
+        bad = signature_damage(handoff, path)
+        if bad is not None:
+            raise SignatureError(path, bad)
+        return handoff
     except HandoffError as exc:
         # the same class, so a caller (and `--json`'s kind) still tells corrupt from invalid; every
         # HandoffError subclass takes (path, reason)
@@ -158,7 +164,9 @@ def _at_or_after(at: str, since: dt.datetime) -> bool:
     return moment.tzinfo is not None and moment >= since
 
 
-def list_history(layout: ThreadDir, primary: Path, restored: Restored | None = None) -> list[HistoryEntry]:
+def list_history(
+    layout: ThreadDir, primary: Path, restored: Restored | None = None, *, allowed_signers: Path | None = None
+) -> list[HistoryEntry]:
     """List the generations in ``history/``, newest first, each verified; a bad or astray primary is listed first.
 
     ``current`` marks the generation *restored* holds: the one a restore returns, which ``show``
@@ -172,11 +180,24 @@ def list_history(layout: ThreadDir, primary: Path, restored: Restored | None = N
     :param layout: the thread directory.
     :param primary: its primary file.
     :param restored: what a restore of the thread returns (None: nothing restores, nothing is marked).
+    :param allowed_signers: who is trusted to sign (default: the user's ``allowed_signers``): each
+        signed generation's entry says who signed it; one whose signature does not verify is listed
+        with that problem.
     :returns: one entry per generation file, with its problem if it does not verify or is astray; an
         entry outside ``history/`` whose ``problem`` is None holds a generation only it holds.
     :raises HandoffError: if ``history/`` exists but cannot be listed.
     """
     entries: list[HistoryEntry] = []
+    signers = SignerCheck(allowed_signers)
+
+    def entry(handoff: Handoff, path: Path, *, current: bool, problem: str | None = None) -> HistoryEntry:
+        bad = signature_damage(handoff, path)
+        if bad is not None:
+            return HistoryEntry(handoff.generation, path, False, None, None, bad)
+        seal = None if handoff.seal is None else str(handoff.seal)
+        signed = signers.report(handoff, path)
+        return HistoryEntry(handoff.generation, path, current, seal, handoff.created_at, problem, signed)
+
     # a rebuilt handoff comes from no file and has no seal: no entry stands for it
     wanted = None if restored is None or restored.source == "rebuilt" else restored.generation
     head = None
@@ -187,7 +208,7 @@ def list_history(layout: ThreadDir, primary: Path, restored: Restored | None = N
     except HandoffError as exc:
         entries.append(HistoryEntry(None, primary, False, None, None, exc.reason))
     if head is not None and restored is not None and wanted is not None and head.generation != wanted:
-        entries.append(_entry(head, primary, current=False, problem=_astray(head.generation, restored, layout)))
+        entries.append(entry(head, primary, current=False, problem=_astray(head.generation, restored, layout)))
         head = None  # listed: never again as a generation only it holds
     for generation, name in layout.generations():
         path = layout.history_dir / name
@@ -196,7 +217,7 @@ def list_history(layout: ThreadDir, primary: Path, restored: Restored | None = N
         except HandoffError as exc:
             entries.append(HistoryEntry(generation, path, False, None, None, exc.reason))
         else:
-            entries.append(_entry(handoff, path, current=handoff.generation == wanted))
+            entries.append(entry(handoff, path, current=handoff.generation == wanted))
     lone = (
         (restored.handoff, restored.path, True)
         if restored is not None and wanted is not None
@@ -208,13 +229,8 @@ def list_history(layout: ThreadDir, primary: Path, restored: Restored | None = N
         handoff, path, current = lone
         # newest first, and before a damaged copy of its own generation: the one that verifies leads
         place = (i for i, e in enumerate(entries) if e.generation is not None and e.generation <= handoff.generation)
-        entries.insert(next(place, len(entries)), _entry(handoff, path, current=current))
+        entries.insert(next(place, len(entries)), entry(handoff, path, current=current))
     return entries
-
-
-def _entry(handoff: Handoff, path: Path, *, current: bool, problem: str | None = None) -> HistoryEntry:
-    seal = None if handoff.seal is None else str(handoff.seal)
-    return HistoryEntry(handoff.generation, path, current, seal, handoff.created_at, problem)
 
 
 def _astray(generation: int, restored: Restored, layout: ThreadDir) -> str:

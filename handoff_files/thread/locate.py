@@ -16,6 +16,7 @@ from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import MigrationReport, Restored
 from handoff_files.thread.settings import choose_format
+from handoff_files.thread.signatures import checked_signer, signer_report
 from handoff_files.thread.store import HandoffStore
 
 __all__ = ["migrate_path", "open_handoff", "primary_of", "record_of", "thread_of"]
@@ -41,27 +42,38 @@ def thread_of(path: str | os.PathLike[str], **options: Any) -> HandoffStore:
 
 
 def open_handoff(
-    path: str | os.PathLike[str], *, assume_version: str | None = None, generation: int | None = None
+    path: str | os.PathLike[str],
+    *,
+    assume_version: str | None = None,
+    generation: int | None = None,
+    allowed_signers: Path | None = None,
 ) -> Restored:
     """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
+
+    A signed generation's ``signature`` says who signed it, as *allowed_signers* (default: the
+    user's) sees it.
 
     :param generation: read this generation of the thread at *path* (its directory or primary)
         from ``history/`` instead, verified: no recovery ladder, never another generation.
     :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do, or
-        :func:`~handoff_files.thread.history.load_generation` with *generation*.
+        :func:`~handoff_files.thread.history.load_generation` with *generation*; ``SignatureError``
+        for a file read on its own whose signature does not verify.
     """
     target = Path(path)
     if generation is not None:
         layout = thread_of(target).layout
-        return Restored(load_generation(layout, generation), "history", find_generation(layout, generation))
+        found = find_generation(layout, generation)
+        handoff = load_generation(layout, generation)
+        report = signer_report(handoff, found, allowed_signers=allowed_signers)
+        return Restored(handoff, "history", found, signature=report)
     if target.is_dir():
-        return HandoffStore(target).restore()
+        return HandoffStore(target, signing_key=False, allowed_signers=allowed_signers).restore()
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)
     sealing = file_sealing_advice(target)  # a file of a LangGraph saver's thread is never sealed by hand
     handoff = load(target, assume_version=assume_version, written=record_of(target), sealing=sealing)
-    return Restored(handoff, "file", target)
+    return Restored(handoff, "file", target, signature=checked_signer(handoff, target, allowed_signers=allowed_signers))
 
 
 def record_of(path: Path) -> Callable[[], Stamp | None] | None:

@@ -21,6 +21,7 @@ class SaveReceipt:
     "path: reason" (the primary, ``state.json``, the journal line, or a journal-first save's
     ``history/`` copy): the generation exists and restores; ``handoff doctor --repair`` writes
     them. Never save again because of them: that would make a second generation.
+    ``signed_by`` is the fingerprint (``SHA256:…``) of the key that signed the generation, or None.
     """
 
     generation: int
@@ -29,6 +30,7 @@ class SaveReceipt:
     created_at: dt.datetime
     problems: tuple[str, ...] = ()
     unfinished: tuple[str, ...] = ()
+    signed_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +92,5 @@ class HistoryEntry:
     checksum: str | None
     created_at: dt.datetime | None
     problem: str | None
+    #: who signed the generation, as ``allowed_signers`` sees it (None: unsigned, or it does not verify)
+    signature: SignatureReport | None = None

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     from handoff_files.format.model import Handoff
+    from handoff_files.signing.allowed import AllowedSigners
     from handoff_files.signing.keys import SigningKey
 
     #: Which key signs a store's saves: a key file's path or a loaded key; None: the one the user's
@@ -38,6 +39,8 @@ __all__ = [
     "ALLOWED_SIGNERS_ENV",
     "KeySource",
     "SignatureReport",
+    "SignerCheck",
+    "checked_signer",
     "default_allowed_signers",
     "sign_document",
     "signature_damage",
@@ -144,35 +147,80 @@ class SignatureReport:
         """One line: ``signed by alice@example.com (SHA256:…)``, or why the signer is not trusted."""
         if self.principal is not None:
             return f"signed by {self.principal} ({self.fingerprint})"
-        return f"signed by {self.fingerprint}, not trusted: {self.problem}"
+        problem = self.problem or "no reason given"
+        if self.fingerprint in problem:  # allowed_signers' own reasons name the key
+            return f"not trusted: {problem}"
+        return f"signed by {self.fingerprint}, not trusted: {problem}"
+
+
+class SignerCheck:
+    """Who signed each of a thread's generations: ``allowed_signers`` and ``revoked_keys`` are read once,
+    at the first signed generation (an unsigned thread never reads them, nor loads the signing layer).
+
+    :param allowed_signers: the file (default: :func:`default_allowed_signers`); ``revoked_keys``
+        beside it is read too. A missing file trusts no one.
+    """
+
+    def __init__(self, allowed_signers: Path | None = None) -> None:
+        self._path = allowed_signers
+        # (allowed, revoked keys, None) once read, or (None, None, why no one is trusted)
+        self._trust: tuple[AllowedSigners | None, frozenset[bytes], str | None] | None = None
+
+    def report(self, handoff: Handoff, where: str | os.PathLike[str]) -> SignatureReport | None:
+        """Who signed *handoff*, looked up in ``allowed_signers`` at its ``created_at``; None if unsigned.
+
+        The signature is taken as verified (see :func:`signature_damage`; restore passes over a copy
+        whose signature does not). A trust file that cannot be read (too large, open to others'
+        writes) trusts no one, and the report says why: the generation is never hidden for it.
+        """
+        seal = handoff.seal
+        if seal is None or seal.signature is None:
+            return None
+        from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
+
+        path = self._path if self._path is not None else default_allowed_signers()
+        trusted, revoked, unreadable = self._files(path)
+        signed = sshsig.parse(seal.signature, where)
+        if trusted is None:
+            return SignatureReport(signed.fingerprint, None, unreadable, path)
+        at = handoff.created_at if handoff.created_at.tzinfo is not None else handoff.created_at.replace(tzinfo=dt.UTC)
+        try:
+            principal = trusted.signer_of(signed, at=at, revoked=revoked, where=where)
+        except HandoffError as exc:
+            return SignatureReport(signed.fingerprint, None, exc.reason, path)
+        return SignatureReport(signed.fingerprint, principal, None, path)
+
+    def _files(self, path: Path) -> tuple[AllowedSigners | None, frozenset[bytes], str | None]:
+        if self._trust is None:
+            from handoff_files.signing.allowed import AllowedSigners  # noqa: PLC0415 -- only when signed
+            from handoff_files.signing.revoked import REVOKED_NAME, load_revoked  # noqa: PLC0415
+
+            try:
+                self._trust = (
+                    AllowedSigners.load(path, missing_ok=True),
+                    load_revoked(path.parent / REVOKED_NAME, missing_ok=True),
+                    None,
+                )
+            except HandoffError as exc:
+                self._trust = (None, frozenset(), str(exc))
+        return self._trust
 
 
 def signer_report(
     handoff: Handoff, where: str | os.PathLike[str], *, allowed_signers: Path | None = None
 ) -> SignatureReport | None:
-    """Who signed *handoff*, looked up in ``allowed_signers`` at its ``created_at``; None if unsigned.
+    """Who signed *handoff* (see :meth:`SignerCheck.report`); None if unsigned."""
+    return SignerCheck(allowed_signers).report(handoff, where)
 
-    The signature itself is taken as verified (restore passes over a copy whose signature does not);
-    it is parsed again here, which checks nothing new.
 
-    :param allowed_signers: the file (default: :func:`default_allowed_signers`); ``revoked_keys``
-        beside it is read too. A missing file trusts no one.
-    :raises HandoffError: if a trust file exists but cannot be read (too large, open to others' writes).
+def checked_signer(
+    handoff: Handoff, where: str | os.PathLike[str], *, allowed_signers: Path | None = None
+) -> SignatureReport | None:
+    """Verify *handoff*'s signature, then say who made it, for a file read on its own (not restored).
+
+    :raises SignatureError: if the signature does not verify over the seal (the file is damaged or forged).
     """
-    seal = handoff.seal
-    if seal is None or seal.signature is None:
-        return None
-    from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
-    from handoff_files.signing.allowed import AllowedSigners  # noqa: PLC0415
-    from handoff_files.signing.revoked import REVOKED_NAME, load_revoked  # noqa: PLC0415
-
-    path = allowed_signers if allowed_signers is not None else default_allowed_signers()
-    signed = sshsig.parse(seal.signature, where)
-    trusted = AllowedSigners.load(path, missing_ok=True)
-    revoked = load_revoked(path.parent / REVOKED_NAME, missing_ok=True)
-    at = handoff.created_at if handoff.created_at.tzinfo is not None else handoff.created_at.replace(tzinfo=dt.UTC)
-    try:
-        principal = trusted.signer_of(signed, at=at, revoked=revoked, where=where)
-    except HandoffError as exc:
-        return SignatureReport(signed.fingerprint, None, exc.reason, path)
-    return SignatureReport(signed.fingerprint, principal, None, path)
+    bad = signature_damage(handoff, where)
+    if bad is not None:
+        raise SignatureError(where, bad)
+    return signer_report(handoff, where, allowed_signers=allowed_signers)

@@ -393,4 +393,4 @@ class HandoffStore:
             restored: Restored | None = self.restore()
         except HandoffError:  # nothing restores: each file is listed with its own problem, none marked
             restored = None
-        return list_history(self.layout, self.primary, restored)
+        return list_history(self.layout, self.primary, restored, allowed_signers=self._allowed)

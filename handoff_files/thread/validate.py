@@ -10,10 +10,11 @@ from pathlib import Path
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import is_real_dir, lexists
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, SignatureError
 from handoff_files.thread.kind import file_sealing_advice, sealing_advice
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.locate import primary_of, record_of
+from handoff_files.thread.signatures import signature_damage
 
 __all__ = ["Validation", "validate"]
 
@@ -38,7 +39,8 @@ class Validation:
 
 
 def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | None = None) -> list[Validation]:
-    """Load and verify each path, as :func:`load` does; a bad one never stops the rest.
+    """Load and verify each path, as :func:`load` does, and the signature of a signed one; a bad one
+    never stops the rest.
 
     A thread directory stands for its primary file (the one a person would edit), which is
     verified as it is: no fallback to ``history/`` as a restore would take. A primary that is a
@@ -55,6 +57,9 @@ def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | N
     for path in paths:
         try:
             handoff = _verify(Path(path), assume_version)
+            bad = signature_damage(handoff, path)
+            if bad is not None:  # a signed generation is verified whole: its seal, then its signature
+                raise SignatureError(path, bad)
         except HandoffError as exc:
             results.append(Validation(path, error=exc))
         else:

@@ -294,7 +294,7 @@ def test_a_command_without_json_output_does_not_offer_the_flag(command: str) -> 
 
 
 def test_every_cli_schema_is_used_and_named_in_the_docs() -> None:
-    used = {case.schema for case in CASES.values()} | {"error", "receipt"}
+    used = {case.schema for case in CASES.values()} | {"error", "receipt", "signature"}
     on_disk = {path.name.removesuffix(".schema.json") for path in (SCHEMAS / "cli").glob("*.schema.json")}
     assert on_disk == used
     docs = (ROOT / "docs" / "cli-json.md").read_text(encoding="utf-8")

@@ -74,7 +74,7 @@ def test_a_signer_outside_allowed_signers_is_reported_not_trusted_and_the_genera
     assert restored.handoff.narrative == "signed by a stranger"
     assert restored.signature is not None
     assert not restored.signature.trusted
-    assert restored.signature.describe().startswith(f"signed by {key.fingerprint}, not trusted: ")
+    assert restored.signature.describe().startswith(f"not trusted: signed by {key.fingerprint}, a key not in ")
 
 
 def test_an_unsigned_store_writes_2_1_without_a_signature_and_restore_reports_no_signer(tmp_path: Path) -> None:
