@@ -179,6 +179,20 @@ def edited_by_a_person(sandbox: Path) -> None:
     primary.write_text(primary.read_text(encoding="utf-8").replace(*EDIT, 1), encoding="utf-8")
 
 
+def signed(thread: Path) -> bool:
+    """Whether the thread's newest generation carries a signature."""
+    seal = load(thread / "handoff.json").seal
+    return seal is not None and seal.signature is not None
+
+
+def with_content_and_key(sandbox: Path) -> None:
+    """The thread and ``content.yaml``, and a signing key at ``keys/agent``, as ``handoff keys create`` makes it."""
+    from handoff_files.signing.keys import create_key
+
+    with_content(sandbox)
+    create_key(sandbox / "keys" / "agent")
+
+
 def with_content(sandbox: Path) -> None:
     """The thread, and ``content.yaml``: the five layers a person wrote for the next generation."""
     importer_fix(sandbox)
@@ -382,6 +396,10 @@ SHELL: Final[dict[str, Line]] = {
             (s / "keys" / "agent").stat().st_mode & 0o777 == 0o600
             and 'agent@ci namespaces="handoff-files" ssh-ed25519 ' in done.stdout
         ),
+    ),
+    "handoff save threads/importer-fix content.yaml --sign-with keys/agent": Line(
+        with_content_and_key,
+        check=lambda s, done: "signed by SHA256:" in done.stdout and signed(s / "threads" / "importer-fix"),
     ),
     "handoff migrate threads/old-run --dry-run": Line(old_run),
     "handoff migrate threads/old-run": Line(
