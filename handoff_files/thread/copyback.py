@@ -12,6 +12,7 @@ from handoff_files.format.loader import decode, load
 from handoff_files.foundation.atomic import read_bytes, write_durable
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
+from handoff_files.thread.signatures import verified
 
 __all__ = ["Committed", "copy_back", "file_bytes"]
 
@@ -78,7 +79,7 @@ def _same(path: Path, document: dict[str, Any]) -> bool:
 def _verified(path: Path, seal: str | None, generation: int, document: dict[str, Any]) -> bool:
     """Whether a journal line's document verifies as the generation and seal its save line names."""
     try:
-        handoff = decode(render(document, "json"), path, origin="store")
+        handoff = verified(decode(render(document, "json"), path, origin="store"), path)
     except (HandoffError, TypeError, ValueError):
         return False
     return handoff.generation == generation and str(handoff.seal) == seal
@@ -87,6 +88,6 @@ def _verified(path: Path, seal: str | None, generation: int, document: dict[str,
 def _loads(path: Path, generation: int) -> bool:
     """Whether the ``history/`` file verifies and holds *generation*."""
     try:
-        return load(path, follow_symlinks=False, origin="store").generation == generation
+        return verified(load(path, follow_symlinks=False, origin="store"), path).generation == generation
     except HandoffError:
         return False

@@ -30,6 +30,7 @@ from handoff_files.thread.repair import (
     rewrite,
     saved_bytes,
 )
+from handoff_files.thread.signatures import verified
 from handoff_files.thread.store import HandoffStore
 from handoff_files.thread.upkeep import check_modes, check_temps
 
@@ -163,7 +164,8 @@ def _read_primary(store: HandoffStore) -> tuple[Handoff | None, str]:
     name = store.primary.name
     try:
         written, sealing = primary_stamp(store.layout.mirror), sealing_advice(store.layout)
-        return load(store.primary, follow_symlinks=False, written=written, sealing=sealing), ""
+        handoff = load(store.primary, follow_symlinks=False, written=written, sealing=sealing)
+        return verified(handoff, store.primary), ""
     except HandoffNotFoundError:
         return None, f"{name} is missing"
     except HandoffError as exc:

@@ -16,6 +16,7 @@ from handoff_files.thread.layout import HISTORY_DIR
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.repair import set_aside_lines
 from handoff_files.thread.scan import verify_document
+from handoff_files.thread.signatures import verified
 from handoff_files.thread.store import HandoffStore
 from handoff_files.thread.tail import read_whole
 
@@ -182,7 +183,7 @@ def _held_elsewhere(
     candidates.append((store.primary, store.primary.name, primary_stamp(layout.mirror)))
     for path, label, written in candidates:
         try:
-            handoff = load(path, follow_symlinks=False, written=written)
+            handoff = verified(load(path, follow_symlinks=False, written=written), path)
         except HandoffError:
             continue
         if handoff.generation == generation and str(handoff.seal) == seal:

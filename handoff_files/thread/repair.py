@@ -17,6 +17,7 @@ from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import fsync_dir, lexists, read_bytes, write_all, write_durable
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
+from handoff_files.thread import signatures
 from handoff_files.thread.layout import EXTENSIONS, HISTORY_DIR, ThreadDir
 from handoff_files.thread.mirror import mirror_bytes
 from handoff_files.thread.scan import HasJournal, journal_saves
@@ -66,7 +67,7 @@ def history_copies(layout: ThreadDir) -> tuple[dict[int, Copy], dict[int, tuple[
     for generation, name in layout.generations():
         path = layout.history_dir / name
         try:
-            handoff = load(path, follow_symlinks=False)
+            handoff = signatures.verified(load(path, follow_symlinks=False), path)
         except HandoffError as exc:
             damaged[generation] = (path, f"{HISTORY_DIR}/{name} does not verify: {exc.reason}")
             continue
@@ -161,7 +162,7 @@ def mirror_of(copy: Copy, primary: Path) -> bytes:
 def _stamp_if_holding(primary: Path, copy: Copy) -> tuple[int, int] | None:
     """*primary*'s size and mtime (ns) if it holds *copy*'s generation and verifies; else None."""
     try:
-        held = load(primary, follow_symlinks=False)
+        held = signatures.verified(load(primary, follow_symlinks=False), primary)
         st = os.lstat(primary)
     except (HandoffError, OSError):
         return None

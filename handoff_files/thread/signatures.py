@@ -45,6 +45,7 @@ __all__ = [
     "sign_document",
     "signature_damage",
     "signer_report",
+    "verified",
 ]
 
 #: A path naming another ``allowed_signers`` file than the one in the user's configuration folder.
@@ -122,6 +123,17 @@ def signature_damage(handoff: Handoff, where: str | os.PathLike[str]) -> str | N
     except SignatureError as exc:
         return f"its signature does not verify over its seal: {exc.reason}"
     return None
+
+
+def verified(handoff: Handoff, where: str | os.PathLike[str]) -> Handoff:
+    """*handoff*, once its signature (if any) verifies over its seal: what a thread's reader checks after load().
+
+    :raises SignatureError: if it does not (damage, as a digest that does not match is).
+    """
+    bad = signature_damage(handoff, where)
+    if bad is not None:
+        raise SignatureError(where, bad)
+    return handoff
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +232,4 @@ def checked_signer(
 
     :raises SignatureError: if the signature does not verify over the seal (the file is damaged or forged).
     """
-    bad = signature_damage(handoff, where)
-    if bad is not None:
-        raise SignatureError(where, bad)
-    return signer_report(handoff, where, allowed_signers=allowed_signers)
+    return signer_report(verified(handoff, where), where, allowed_signers=allowed_signers)

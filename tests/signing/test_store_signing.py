@@ -249,3 +249,29 @@ def test_an_unsigned_save_and_restore_never_import_cryptography(tmp_path: Path, 
     assert unsigned == "[]"
     assert "handoff_files.signing.keys" in looked_for_a_key
     assert "cryptography" not in looked_for_a_key
+
+
+def test_doctor_calls_a_copy_whose_signature_does_not_verify_damaged_and_repair_rewrites_it(
+    tmp_path: Path, key: SigningKey
+) -> None:
+    """The doctor checks what restore checks: a history/ copy whose signature fails is rewritten from a verified one."""
+    from handoff_files.thread.doctor import examine
+
+    thread = tmp_path / "t"
+    store = HandoffStore(thread, signing_key=key)  # journal-first: the journal's document line is another copy
+    store.save({"narrative": "first"})
+    store.save({"narrative": "second"})
+    copy = thread / "history" / "00000001.json"
+    intact = copy.read_bytes()
+    middle = _signature(copy).splitlines()[2]
+    changed = middle[:30] + ("A" if middle[30] != "A" else "B") + middle[31:]
+    copy.write_bytes(intact.replace(middle.encode(), changed.encode()))
+    findings = examine(thread)
+    bad = [f for f in findings if f.kind == "history" and f.level != "ok"]
+    assert bad, findings
+    assert any("signature does not verify" in f.what for f in bad), bad
+    examine(thread, repair=True)
+    assert copy.read_bytes() == intact
+    assert all("signature does not verify" not in f.what for f in examine(thread) if f.level != "ok"), (
+        "after --repair the copy verifies again"
+    )
