@@ -235,11 +235,25 @@ def _untrusted(thread: Path) -> str | None:
         why = why_untrusted(thread)
     except HandoffError as exc:
         why = str(exc)
-    if why is None:
+    if why is None or _signed_by_a_trusted_key(thread):
         return None
     return _line(
         f"No briefing was given from {thread}: {why}. If you trust it, run `handoff trust {shlex.quote(str(thread))}`."
     )
+
+
+def _signed_by_a_trusted_key(thread: Path) -> bool:
+    """Whether the generation a restore returns is signed by a key this user's ``allowed_signers`` trusts.
+
+    That is how a team shares a briefing inside a repository: each person's key in a reviewed
+    ``allowed_signers``, and the thread's newest generation signed by one of them. A newer unsigned
+    or untrusted generation (someone else's commit) is not: the gate holds.
+    """
+    try:
+        signed = HandoffStore(thread, signing_key=False).restore().signature
+    except HandoffError:
+        return False
+    return signed is not None and signed.trusted
 
 
 def _unrestorable(thread: Path, exc: HandoffError) -> str:

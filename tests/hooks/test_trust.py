@@ -201,3 +201,34 @@ def test_the_installed_hook_command_refuses_a_clone_in_one_line(clone: Path, sub
     assert "handoff trust" in context
     assert done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr
+
+
+def test_a_cloned_thread_signed_by_a_key_allowed_signers_trusts_briefs_and_an_unsigned_newer_one_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """How a team shares a briefing in a repository: the newest generation signed by a key in allowed_signers."""
+    from handoff_files.signing.keys import allowed_signers_line, create_key
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    key = create_key(tmp_path / "alice-key")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    git(theirs, "init", "-q")
+    HandoffStore(theirs / ".handoff" / "main", signing_key=key).save(content())
+    git(theirs, "add", "-A")
+    git(theirs, "commit", "-q", "-m", "signed notes")
+    git(tmp_path, "clone", "-q", str(theirs), "mine")
+    clone = tmp_path / "mine"
+    _refused("claude-code", hook("claude-code", _start("claude-code", clone)), "you have not trusted the thread")
+    trust = tmp_path / "config" / "handoff-files" / "allowed_signers"
+    trust.parent.mkdir(parents=True)
+    trust.write_text(allowed_signers_line(key, "alice@example.com") + "\n", encoding="utf-8")
+    briefed = _context("claude-code", hook("claude-code", _start("claude-code", clone)))
+    assert BRIEFED in briefed
+    assert "(signed by alice@example.com)" in briefed
+    HandoffStore(theirs / ".handoff" / "main", signing_key=False).save(content())  # someone commits an unsigned one
+    git(theirs, "add", "-A")
+    git(theirs, "commit", "-q", "-m", "unsigned notes")
+    git(tmp_path, "clone", "-q", str(theirs), "again")
+    again = tmp_path / "again"
+    _refused("claude-code", hook("claude-code", _start("claude-code", again)), "you have not trusted the thread")
