@@ -56,6 +56,11 @@ class Generation(BaseModel):
     checksum: str | None
     current: bool
     problem: str | None
+    signed: str | None = Field(
+        default=None,
+        description="who signed it, as the user's allowed_signers names them, or why the signer is not trusted; "
+        "null: unsigned",
+    )
 
 
 class History(BaseModel):

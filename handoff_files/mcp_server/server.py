@@ -155,6 +155,7 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> HandoffServer
                     checksum=entry.checksum,
                     current=entry.current,
                     problem=entry.problem,
+                    signed=None if entry.signature is None else entry.signature.describe(),
                 )
                 for entry in entries
             ]

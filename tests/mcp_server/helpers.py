@@ -35,6 +35,10 @@ LAYERS: dict[str, Any] = {
 def server(*args: str) -> StdioServerParameters:
     """`python -m handoff_files mcp ARGS` as the client starts it (its environment is passed explicitly)."""
     env = {"PYTHONPATH": str(ROOT), "HANDOFF_FILES_KEY": os.environ["HANDOFF_FILES_KEY"]}
+    # the test's configuration folder (a signing key, allowed_signers), never the user's own
+    env |= {
+        name: os.environ[name] for name in ("XDG_CONFIG_HOME", "HANDOFF_FILES_ALLOWED_SIGNERS") if name in os.environ
+    }
     return StdioServerParameters(command=sys.executable, args=["-m", "handoff_files", "mcp", *args], env=env)
 
 

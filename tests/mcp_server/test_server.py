@@ -237,3 +237,26 @@ def test_a_link_planted_under_the_root_is_refused_and_nothing_is_written_through
     assert sorted(outside.iterdir()) == before
     if occupied:
         assert (outside / "sentinel.txt").read_text() == "keep me\n"
+
+
+def test_restore_and_history_say_who_signed_the_generation(
+    thread_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handoff_files.signing.keys import allowed_signers_line, create_key
+
+    key = create_key(tmp_path / "key")
+    HandoffStore(thread_dir, signing_key=key).save(LAYERS)
+    trust = tmp_path / "allowed_signers"
+    trust.write_text(allowed_signers_line(key, "alice@example.com") + "\n", encoding="utf-8")
+    monkeypatch.setenv("HANDOFF_FILES_ALLOWED_SIGNERS", str(trust))
+
+    async def session(client: Client) -> dict[str, Any]:
+        return {
+            "restored": await client.call_tool("handoff_restore", {}),
+            "history": await client.call_tool("handoff_history", {}),
+        }
+
+    out = talk(server("--thread", str(thread_dir)), session)
+    assert text(out["restored"]).startswith("# Handoff briefing (signed by alice@example.com): ")
+    [generation] = out["history"].structured_content["generations"]
+    assert generation["signed"] == f"signed by alice@example.com ({key.fingerprint})"
