@@ -66,9 +66,11 @@ if TYPE_CHECKING:
     from handoff_files.langgraph.saver import HandoffSaver
     from handoff_files.run.killrun import Killer
     from handoff_files.run.supervise import RunResult, supervise
+    from handoff_files.signing.keys import SigningKey, create_key, load_signing_key
     from handoff_files.thread.layout import ThreadDir
     from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
     from handoff_files.thread.retention import prune_history
+    from handoff_files.thread.signatures import SignatureReport
     from handoff_files.thread.store import Durability, HandoffStore
     from handoff_files.thread.validate import Validation, validate
     from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
@@ -129,6 +131,10 @@ _EXPORTS: Final[dict[str, str]] = {
     "Warning": "handoff_files.format.model",
     "load": "handoff_files.format.loader",
     "prune_history": "handoff_files.thread.retention",
+    "SigningKey": "handoff_files.signing.keys",
+    "create_key": "handoff_files.signing.keys",
+    "load_signing_key": "handoff_files.signing.keys",
+    "SignatureReport": "handoff_files.thread.signatures",
     "Acknowledgement": "handoff_files.thread.results",
     "HistoryEntry": "handoff_files.thread.results",
     "MigrationReport": "handoff_files.thread.results",
@@ -222,6 +228,8 @@ __all__ = [
     "Seal",
     "SealError",
     "SignatureError",
+    "SignatureReport",
+    "SigningKey",
     "SigningKeyError",
     "State",
     "ThreadDir",
@@ -241,8 +249,10 @@ __all__ = [
     "adopt_checkpoint",
     "brief",
     "briefing_for",
+    "create_key",
     "handoff_checkpoint",
     "load",
+    "load_signing_key",
     "open_blobs",
     "parse_descriptor",
     "prune_history",

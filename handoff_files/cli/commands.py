@@ -49,6 +49,7 @@ __all__ = [
     "cmd_validate",
     "read_input",
     "receipt_line",
+    "signing_options",
 ]
 
 
@@ -121,11 +122,16 @@ def lock_options(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("thread_id", "agent_id"):  # a first save's ids, where the command takes them
         if getattr(args, name, None) is not None:
             options[name] = getattr(args, name)
+    return options | signing_options(args)
+
+
+def signing_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The store keyword for ``--sign-with KEYFILE`` / ``--no-sign`` (none: the configured key, if any)."""
     if getattr(args, "sign_with", None) is not None:
-        options["signing_key"] = args.sign_with
-    elif getattr(args, "no_sign", False):
-        options["signing_key"] = False
-    return options
+        return {"signing_key": args.sign_with}
+    if getattr(args, "no_sign", False):
+        return {"signing_key": False}
+    return {}
 
 
 def read_input(name: str | None) -> tuple[bytes, str]:

@@ -11,7 +11,7 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
-from handoff_files.cli.commands import read_input
+from handoff_files.cli.commands import read_input, signing_options
 from handoff_files.cli.machine import to_json
 from handoff_files.cli.render import one_line, request_detail, request_table
 from handoff_files.foundation.errors import HandoffValidationError
@@ -58,9 +58,8 @@ def cmd_adopt(args: argparse.Namespace) -> str:
     from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
 
     data, _ = read_input(args.descriptor)
-    result = adopt_checkpoint(
-        data, args.new_dir, blobs=open_blobs(args.blobs, shared=args.shared), agent_id=args.agent_id
-    )
+    blobs = open_blobs(args.blobs, shared=args.shared)
+    result = adopt_checkpoint(data, args.new_dir, blobs=blobs, agent_id=args.agent_id, **signing_options(args))
     if args.json:
         return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt)})
     return (

@@ -37,7 +37,7 @@ _WRITERS: Final = frozenset(
     {"init", "save", "seal", "migrate", "import", "doctor", "acknowledge", "edit", "set", "prune"}
 )
 # the commands that write a new sealed generation, and so may sign it
-_SIGNERS: Final = frozenset({"save", "seal", "migrate", "import", "edit", "set"})
+_SIGNERS: Final = frozenset({"save", "seal", "migrate", "import", "edit", "set", "adopt"})
 _OUTPUT_HELP: Final = f"write exactly these bytes to FILE instead of stdout: {OUTPUT_RULE}"
 # no --json: their stdout is another protocol (MCP over stdio; the coding agent's own hook replies)
 _NOT_JSON: Final = frozenset({"mcp", "hook", "completion"})

@@ -197,6 +197,9 @@ def open_to_read(path: str | Path, limit: int, *, follow_symlinks: bool = True) 
     """
     # O_NONBLOCK: a FIFO in the file's place must not hang the reader before the regular-file check
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    if "\0" in os.fspath(path):  # os.open raises a bare ValueError for it
+        msg = "the path holds a NUL character, which no file name can"
+        raise HandoffError(path, msg)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError as exc:
@@ -225,7 +228,7 @@ def _opened(fd: int, path: str | Path, limit: int) -> os.stat_result:
         msg = f"cannot read: {exc.strerror or exc}"
         raise HandoffError(path, msg) from exc
     if not _is_regular(st):
-        msg = "not a regular file"
+        msg = "a folder, not a file" if stat.S_ISDIR(st.st_mode) else "not a regular file"
         raise HandoffError(path, msg)
     if st.st_size > limit:
         msg = f"file is {st.st_size:,} bytes, over the {limit:,}-byte limit for a handoff"

@@ -150,11 +150,16 @@ def configured_key() -> Path | None:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         msg = f"not a TOML file: {exc}"
         raise HandoffParseError(config, msg) from exc
+    unknown = sorted(set(settings) - {"signing_key"})
+    if unknown:  # a misspelt setting must not leave another key signing in silence
+        msg = f'unknown setting {unknown[0]!r}: this file holds signing_key = "PATH" alone'
+        raise HandoffParseError(config, msg)
     value = settings.get("signing_key")
     if value is None:
         return default_key_path() if os.path.lexists(default_key_path()) else None
     if not isinstance(value, str) or not value:
-        msg = f"signing_key must be a path in quotes, not {value!r}"
+        found = str(value).lower() if isinstance(value, bool) else repr(value)  # TOML spells false so
+        msg = f"signing_key must be a key file's path in quotes, not {found}"
         raise HandoffParseError(config, msg)
     return Path(value).expanduser()
 
@@ -183,15 +188,15 @@ def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
     if data.startswith((b"ssh-", b"ecdsa-", b"sk-")):
         msg = "a public key (a .pub file): give the private key file beside it"
         raise SigningKeyError(target, msg)
+    if not data.lstrip().startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----"):
+        found = "a PEM key" if data.lstrip().startswith(b"-----BEGIN ") else "not a key"
+        msg = f"{found}: expected an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----, ssh-keygen -t ed25519)"
+        raise SigningKeyError(target, msg)
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
         msg = (
             f"a private key must be this user's and readable by no one else (mode {stat.S_IMODE(st.st_mode):04o}, "
             f"owner uid {st.st_uid}); chmod 600 it, as ssh asks"
         )
-        raise SigningKeyError(target, msg)
-    if not data.lstrip().startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----"):
-        found = "a PEM key" if data.lstrip().startswith(b"-----BEGIN ") else "not a key"
-        msg = f"{found}: expected an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----, ssh-keygen -t ed25519)"
         raise SigningKeyError(target, msg)
     try:
         private = load_ssh_private_key(data, password=None)

@@ -27,6 +27,7 @@ from handoff_files.foundation.errors import (
     HandoffNotFoundError,
     HandoffParseError,
     HandoffValidationError,
+    SignatureError,
     UnsealedEditError,
 )
 from handoff_files.thread.journal import SAVE_EVENTS, Journal
@@ -34,6 +35,7 @@ from handoff_files.thread.kind import Kind, refuse_plain_write
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.mirror import primary_stamp, read_mirror
 from handoff_files.thread.results import Restored, SaveReceipt
+from handoff_files.thread.signatures import signature_damage
 
 __all__ = ["ENVELOPE", "Edit", "already_sealed", "layers_diff", "read_edit"]
 
@@ -110,10 +112,15 @@ def already_sealed(current: Handoff, primary: Path) -> SaveReceipt:
     """The receipt of ``seal`` on a primary that needs none: it is the current generation, sealed.
 
     :raises HandoffError: if it is an older version, not an edit (``handoff migrate`` rewrites it).
+    :raises SignatureError: if its signature does not verify: damage, not an edit, and not sealed either.
     """
     if current.seal is None:
         msg = "is an older version, not an edit: `handoff migrate` rewrites it as a sealed current generation"
         raise HandoffError(primary, msg)
+    bad = signature_damage(current, primary)
+    if bad is not None:
+        msg = f"{bad}: damage, not an edit to seal; `handoff doctor --repair` rewrites it from a verified copy"
+        raise SignatureError(primary, msg)
     return SaveReceipt(
         current.generation, str(current.seal), primary, current.created_at, ("already sealed: nothing to do",)
     )

@@ -22,7 +22,7 @@ from handoff_files.thread.journal import DOCUMENT, Entry
 from handoff_files.thread.layout import MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.results import HistoryEntry, Restored
-from handoff_files.thread.signatures import SignerCheck, signature_damage
+from handoff_files.thread.signatures import SignerCheck, signature_damage, verified
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -202,7 +202,8 @@ def list_history(
     wanted = None if restored is None or restored.source == "rebuilt" else restored.generation
     head = None
     try:
-        head = load(primary, follow_symlinks=False, written=primary_stamp(primary.parent / MIRROR_NAME))
+        written = primary_stamp(primary.parent / MIRROR_NAME)
+        head = verified(load(primary, follow_symlinks=False, written=written), primary)
     except HandoffNotFoundError:
         pass
     except HandoffError as exc:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError, SignatureError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, SignatureError, SigningKeyError
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -79,6 +79,9 @@ class KeySource:
         self._key: SigningKey | None = None
         if choice is None or choice is False:
             return
+        if isinstance(choice, str | os.PathLike) and not os.fspath(choice):
+            msg = "signing_key is an empty path: name the key file (or False for none)"
+            raise HandoffValidationError(where, msg)
         from handoff_files.signing.keys import SigningKey, load_signing_key  # noqa: PLC0415 -- only when signing
 
         if isinstance(choice, SigningKey):
@@ -100,9 +103,25 @@ class KeySource:
             from handoff_files.signing.keys import configured_key, load_signing_key  # noqa: PLC0415 -- lazy
 
             path = configured_key()
-            self._key = load_signing_key(path) if path is not None else None
+            try:
+                self._key = load_signing_key(path) if path is not None else None
+            except SigningKeyError as exc:  # say which setting named it, and the way to save unsigned
+                raise SigningKeyError(exc.path, f"{exc.reason}; {_origin(path)}") from exc
             self._resolved = True
         return self._key
+
+
+def _origin(path: Path | None) -> str:
+    """Which setting named the configured key *path*, and how to save without it."""
+    from handoff_files.signing.keys import CONFIG_NAME, KEY_ENV, config_dir, default_key_path  # noqa: PLC0415
+
+    if os.environ.get(KEY_ENV):
+        where = f"${KEY_ENV} names it"
+    elif path == default_key_path():
+        where = "it is the default signing key"
+    else:
+        where = f"signing_key in {config_dir() / CONFIG_NAME} names it"
+    return f"{where} (--no-sign or signing_key=False saves unsigned)"
 
 
 def sign_document(document: dict[str, Any], key: SigningKey) -> None:
@@ -162,7 +181,7 @@ class SignatureReport:
         problem = self.problem or "no reason given"
         if self.fingerprint in problem:  # allowed_signers' own reasons name the key
             return f"not trusted: {problem}"
-        return f"signed by {self.fingerprint}, not trusted: {problem}"
+        return f"not trusted: signed by {self.fingerprint}: {problem}"
 
 
 class SignerCheck:
@@ -199,7 +218,7 @@ class SignerCheck:
         try:
             principal = trusted.signer_of(signed, at=at, revoked=revoked, where=where)
         except HandoffError as exc:
-            return SignatureReport(signed.fingerprint, None, exc.reason, path)
+            return SignatureReport(signed.fingerprint, None, exc.reason + _unread(trusted), path)
         return SignatureReport(signed.fingerprint, principal, None, path)
 
     def _files(self, path: Path) -> tuple[AllowedSigners | None, frozenset[bytes], str | None]:
@@ -216,6 +235,16 @@ class SignerCheck:
             except HandoffError as exc:
                 self._trust = (None, frozenset(), str(exc))
         return self._trust
+
+
+def _unread(trusted: AllowedSigners) -> str:
+    """What a refusal adds about the file itself: that it does not exist, or the lines it could not read."""
+    if trusted.path is not None and not os.path.lexists(trusted.path):
+        return " (there is no such file: no signer is trusted until one is made, see docs/signing.md)"
+    if trusted.problems:
+        more = f", and {len(trusted.problems) - 1} more" if len(trusted.problems) > 1 else ""
+        return f" (its lines that could not be read trust no one: {trusted.problems[0]}{more})"
+    return ""
 
 
 def signer_report(

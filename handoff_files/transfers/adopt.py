@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
@@ -14,6 +14,9 @@ from handoff_files.thread.store import HandoffStore
 from handoff_files.transfers.blob_layout import sha256_hex
 from handoff_files.transfers.blobs import BlobStore
 from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 __all__ = ["AdoptResult", "adopt_checkpoint", "verify_checkpoint"]
 
@@ -76,6 +79,7 @@ def adopt_checkpoint(
     *,
     blobs: BlobStore,
     agent_id: str | None = None,
+    signing_key: KeyChoice = None,
 ) -> AdoptResult:
     """Fetch the descriptor's blob, check its sha256 and seal, and only then write it as generation 1 of a new thread.
 
@@ -85,6 +89,7 @@ def adopt_checkpoint(
     :param descriptor: the :class:`Descriptor`, a dict, or its JSON text.
     :param new_thread_dir: an empty or missing directory; its name is the new thread's id.
     :param agent_id: the adopting agent (default: the directory name, as for any new thread).
+    :param signing_key: the key that signs the new generation, as :class:`HandoffStore` takes it.
     :raises DescriptorError: a malformed descriptor, one without a hash, or of an unknown version.
     :raises TransferRefusedError: the target already holds handoffs.
     :raises BlobNotFoundError, BlobError: the blob cannot be fetched (never taken as empty).
@@ -92,7 +97,7 @@ def adopt_checkpoint(
     :raises HandoffError: the blob is not a sealed handoff that verifies (as :func:`load` says).
     """
     wanted = parse_descriptor(descriptor)
-    target = HandoffStore(new_thread_dir, agent_id=agent_id)
+    target = HandoffStore(new_thread_dir, agent_id=agent_id, signing_key=signing_key)
     held = target.holdings()
     if held:
         msg = f"already holds a thread ({', '.join(held)}); adopt into a new, empty directory"

@@ -165,3 +165,107 @@ def test_a_file_whose_signature_does_not_verify_is_refused_by_show_and_validate_
     assert "generation 1 does not verify: its signature does not verify" in err
     _, out, _ = _run(capsys, "history", str(thread))
     assert "BAD: its signature does not verify over its seal" in out.splitlines()[1]
+
+
+def test_history_lists_a_primary_whose_signature_fails_as_bad_and_seal_refuses_it(
+    tmp_path: Path, key: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = tmp_path / "t"
+    _run(capsys, *_save(tmp_path, thread, "one", "--sign-with", str(key.path)))
+    _forge(thread / "handoff.json")
+    _, out, _ = _run(capsys, "history", str(thread))
+    assert "handoff.json" in out.splitlines()[0]
+    assert "BAD: its signature does not verify over its seal" in out.splitlines()[0]
+    code, out, err = _run(capsys, "seal", str(thread))
+    assert (code, out) == (1, "")
+    assert "damage, not an edit to seal; `handoff doctor --repair` rewrites it" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(('signing-key = "~/.ssh/id_ed25519"\n', "unknown setting 'signing-key'"), id="misspelt"),
+        pytest.param(("signing_key = false\n", "in quotes, not false"), id="false"),
+        pytest.param(('signing_key = "a\\u0000b"\n', "NUL"), id="nul"),
+        pytest.param(('signing_key = "keys"\n', "a folder, not a file; signing_key in"), id="folder"),
+    ],
+)
+def test_a_configured_key_that_cannot_be_used_is_one_line_naming_the_setting(
+    tmp_path: Path,
+    config: Path,
+    case: tuple[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config_text, needle = case
+    monkeypatch.chdir(tmp_path)  # the configured "keys" is relative
+    (tmp_path / "keys").mkdir()
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text(config_text, encoding="utf-8")
+    code, out, err = _run(capsys, *_save(tmp_path, tmp_path / "t", "x"))
+    assert (code, out) == (1, "")
+    assert needle in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_a_key_named_by_the_environment_says_so_and_how_to_save_unsigned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HANDOFF_FILES_SIGNING_KEY", str(tmp_path / "missing"))
+    code, _, err = _run(capsys, *_save(tmp_path, tmp_path / "t", "x"))
+    assert code == 1
+    assert "no such key file" in err
+    assert "$HANDOFF_FILES_SIGNING_KEY names it (--no-sign or signing_key=False saves unsigned)" in err
+    code, _, _ = _run(capsys, *_save(tmp_path, tmp_path / "t", "x", "--no-sign"))
+    assert code == 0
+
+
+def test_a_file_that_is_no_key_is_told_so_whatever_its_mode_and_an_empty_path_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    content = tmp_path / "notes.yaml"
+    content.write_text("narrative: hi\n", encoding="utf-8")
+    content.chmod(0o644)
+    _, _, err = _run(capsys, *_save(tmp_path, tmp_path / "t", "x", "--sign-with", str(content)))
+    assert "not a key: expected an OpenSSH private key" in err
+    code, _, err = _run(capsys, *_save(tmp_path, tmp_path / "t", "x", "--sign-with", ""))
+    assert code == 1
+    assert "signing_key is an empty path" in err
+
+
+def test_a_missing_or_misspelt_allowed_signers_is_said_beside_the_untrusted_signer(
+    tmp_path: Path, key: SigningKey, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = tmp_path / "t"
+    _run(capsys, *_save(tmp_path, thread, "one", "--sign-with", str(key.path)))
+    _, out, _ = _run(capsys, "show", str(thread))
+    assert "(there is no such file: no signer is trusted until one is made" in out.splitlines()[2]
+    config.mkdir(parents=True)
+    line = allowed_signers_line(key, PRINCIPAL).replace("namespaces=", "namespace=")  # a person's typo
+    (config / "allowed_signers").write_text(line + "\n", encoding="utf-8")
+    _, out, _ = _run(capsys, "show", str(thread))
+    assert "its lines that could not be read trust no one: line 1: unknown option 'namespace'" in out
+
+
+def test_adopt_signs_the_new_generation_as_asked(
+    tmp_path: Path, key: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(capsys, *_save(tmp_path, tmp_path / "t1", "one", "--no-sign"))
+    code, descriptor, _ = _run(capsys, "export", str(tmp_path / "t1"), "--to", "beta", "--blobs", str(tmp_path / "b"))
+    assert code == 0
+    (tmp_path / "d.json").write_text(descriptor, encoding="utf-8")
+    blobs = ("--blobs", str(tmp_path / "b"))
+    code, _, err = _run(
+        capsys, "adopt", str(tmp_path / "d.json"), str(tmp_path / "signed"), *blobs, "--sign-with", str(key.path)
+    )
+    assert code == 0, err
+    signed = load(tmp_path / "signed" / "handoff.json").seal
+    assert signed is not None
+    assert signed.signature is not None
+    code, _, err = _run(capsys, "adopt", str(tmp_path / "d.json"), str(tmp_path / "plain"), *blobs, "--no-sign")
+    assert code == 0, err
+    plain = load(tmp_path / "plain" / "handoff.json").seal
+    assert plain is not None
+    assert plain.signature is None

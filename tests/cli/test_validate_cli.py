@@ -77,7 +77,7 @@ def test_every_unreadable_path_gets_its_own_line_and_validate_goes_on(
         assert line.startswith(f"handoff: {path}: ")
     assert "name too long" in lines[0]
     assert "not a regular file" in lines[1]
-    assert "not a regular file" in lines[2]
+    assert "a folder, not a file" in lines[2]
     assert "symbolic links" in lines[3]
     assert done.stdout == f"ok {good} (generation 1, {load_seal(good)})\n"
 

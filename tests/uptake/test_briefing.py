@@ -223,7 +223,8 @@ def test_a_signed_generations_briefing_names_its_signer_or_says_not_trusted_in_i
     untrusted = briefing_for(thread)
     assert untrusted is not None
     first = untrusted.text.splitlines()[0]
-    assert first.startswith(f"# Handoff briefing (NOT TRUSTED: signed by {key.fingerprint}, a key your allowed_signers")
+    assert first.startswith(f"# Handoff briefing (NOT TRUSTED: signed by {key.fingerprint}, a key not in ")
+    assert "(there is no such file: no signer is trusted until one is made" in first
     trust = tmp_path / "config" / "handoff-files" / "allowed_signers"
     trust.parent.mkdir(parents=True)
     trust.write_text(allowed_signers_line(key, "alice@example.com") + "\n", encoding="utf-8")
