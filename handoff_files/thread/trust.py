@@ -23,7 +23,6 @@ make any folder trusted).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import stat
 from collections.abc import Iterator
@@ -31,12 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
-from handoff_files.foundation.atomic import read_bytes, write_durable
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
-from handoff_files.foundation.secret import key_path
+from handoff_files.thread.userrecord import locked, read_entries, record_path, write_entries
 
 __all__ = [
     "TRUST_NAME",
@@ -53,8 +49,6 @@ __all__ = [
 
 #: The record's file name, beside the acknowledgement key.
 TRUST_NAME: Final = "trusted-threads"
-_LIMIT: Final = 4 << 20
-_VERSION: Final = 1
 
 
 class ThreadTrustError(HandoffError):
@@ -84,7 +78,7 @@ class TrustedThread:
 
 def trust_path() -> Path:
     """Where the record lives: beside the acknowledgement key (see the module's docstring)."""
-    return key_path().parent / TRUST_NAME
+    return record_path(TRUST_NAME)
 
 
 def trusted_threads() -> list[TrustedThread]:
@@ -217,40 +211,16 @@ def _still_there(entry: TrustedThread) -> bool:
     return (st.st_dev, st.st_ino) == (entry.device, entry.inode)
 
 
-@contextlib.contextmanager
-def _locked() -> Iterator[Path]:
+def _locked() -> contextlib.AbstractContextManager[Path]:
     """Hold the record's own ``flock`` (``trusted-threads.lock``): two writers never lose an entry."""
-    path = trust_path()
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path.with_name(f"{TRUST_NAME}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except OSError as exc:
-        msg = f"cannot open the trust record's lock: {exc.strerror or exc}"
-        raise ThreadTrustError(path, msg) from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield path
-    finally:
-        os.close(fd)  # closing drops the flock
+    return locked(trust_path(), ThreadTrustError)
 
 
 def _read(path: Path) -> list[TrustedThread]:
+    entries = read_entries(path, "threads", ThreadTrustError, "trust your threads again (`handoff trust THREAD`)")
     try:
-        data, st = read_bytes(path, _LIMIT, follow_symlinks=False)
-    except HandoffNotFoundError:
-        return []
-    except HandoffError as exc:
-        raise ThreadTrustError(path, f"cannot read the trust record: {exc.reason}") from exc
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        msg = (
-            f"the trust record must be a file of yours that no one else can write (it is mode "
-            f"{stat.S_IMODE(st.st_mode):04o}, owner {st.st_uid}): remove it and trust your threads again"
-        )
-        raise ThreadTrustError(path, msg)
-    try:  # our own file, checked private above: orjson reads it (no NaN, no comments) at a tenth of the cost
-        document = orjson.loads(data)
-        return [_entry(item) for item in document["threads"]]
-    except (KeyError, TypeError, ValueError) as exc:  # orjson.JSONDecodeError is a ValueError
+        return [_entry(item) for item in entries]
+    except (KeyError, TypeError) as exc:
         msg = f"not a trust record ({exc}): remove it and trust your threads again (`handoff trust THREAD`)"
         raise ThreadTrustError(path, msg) from exc
 
@@ -267,5 +237,4 @@ def _entry(item: dict[str, Any]) -> TrustedThread:
 
 
 def _write(path: Path, entries: list[TrustedThread], *, sync: bool = True) -> None:
-    document = {"version": _VERSION, "threads": [entry.to_json() for entry in entries]}
-    write_durable(path, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n", sync=sync, mode=0o600)
+    write_entries(path, "threads", [entry.to_json() for entry in entries], sync=sync)
