@@ -25,7 +25,9 @@ def cmd_show(args: argparse.Namespace) -> str:
     """``handoff show PATH [--generation N]``."""
     from handoff_files.thread.locate import open_handoff  # noqa: PLC0415 -- imported per command: start-up cost
 
-    restored = open_handoff(args.path, assume_version=args.assume_version, generation=args.generation)
+    restored = open_handoff(
+        args.path, assume_version=args.assume_version, generation=args.generation, require_signed=args.require_signed
+    )
     transferred = None
     if restored.source != "file":  # a thread directory, restored: it may have been handed on
         try:

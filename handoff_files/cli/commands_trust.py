@@ -22,12 +22,18 @@ def register(add: Add) -> None:
         "trust",
         cmd_trust,
         "trust a thread folder, so the session-start hooks brief from it (a thread handoff-files made here "
-        "is trusted already); --revoke forgets it, --list shows them all",
+        "is trusted already); --revoke forgets it, --list shows them all; --reset forgets its pin to signed "
+        "generations",
     )
     p.add_argument("path", metavar="THREAD", nargs="?", type=Path, help="the thread directory")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--revoke", action="store_true", help="no longer trust THREAD")
     what.add_argument("--list", action="store_true", help="list the trusted threads (no THREAD)")
+    what.add_argument(
+        "--reset",
+        action="store_true",
+        help="forget that THREAD was pinned to signed generations (after a key change, or a thread made anew)",
+    )
 
 
 def cmd_trust(args: argparse.Namespace) -> str:
@@ -37,7 +43,15 @@ def cmd_trust(args: argparse.Namespace) -> str:
 
     if args.list == (args.path is not None):
         args.usage_error("give a THREAD to trust (or --revoke), or --list with none")
-    if args.list:
+    if args.reset:
+        from handoff_files.thread.pins import unpin  # noqa: PLC0415 -- imported per command: start-up cost
+
+        state = "is no longer pinned" if unpin(args.path) else "was not pinned"
+        said = (
+            f"{os.path.realpath(args.path)} {state} to signed generations: its next restore takes the newest "
+            "verified generation, and pins the thread again if a trusted key signed it"
+        )
+    elif args.list:
         lines = [f"{entry.path}  ({entry.how}, {entry.trusted_at})" for entry in trust.trusted_threads()]
         said = "\n".join(lines) if lines else f"no thread is trusted yet ({trust.trust_path()})"
     elif args.revoke:

@@ -189,6 +189,11 @@ def _add_file_commands(add: Add) -> None:
         metavar="N",
         help=f"generation N as history/ keeps it, verified ({_KEPT})",
     )
+    p.add_argument(
+        "--require-signed",
+        action="store_true",
+        help="show only a generation a key in allowed_signers signed, as a pinned thread does",
+    )
 
     p = add(
         "validate",

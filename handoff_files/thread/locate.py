@@ -9,7 +9,7 @@ from typing import Any
 
 from handoff_files.format.loader import load
 from handoff_files.foundation.atomic import Stamp
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, UntrustedSignerError
 from handoff_files.thread.history import find_generation, load_generation
 from handoff_files.thread.kind import file_sealing_advice
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir
@@ -47,6 +47,7 @@ def open_handoff(
     assume_version: str | None = None,
     generation: int | None = None,
     allowed_signers: Path | None = None,
+    require_signed: bool = False,
 ) -> Restored:
     """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
 
@@ -55,6 +56,7 @@ def open_handoff(
 
     :param generation: read this generation of the thread at *path* (its directory or primary)
         from ``history/`` instead, verified: no recovery ladder, never another generation.
+    :param require_signed: only a generation a trusted key signed (a file or *generation*: refused if not).
     :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do, or
         :func:`~handoff_files.thread.history.load_generation` with *generation*; ``SignatureError``
         for a file read on its own whose signature does not verify.
@@ -65,15 +67,29 @@ def open_handoff(
         found = find_generation(layout, generation)
         handoff = load_generation(layout, generation)
         report = signer_report(handoff, found, allowed_signers=allowed_signers)
-        return Restored(handoff, "history", found, signature=report)
+        return _required(Restored(handoff, "history", found, signature=report), require_signed)
     if target.is_dir():
-        return HandoffStore(target, signing_key=False, allowed_signers=allowed_signers).restore()
+        store = HandoffStore(target, signing_key=False, allowed_signers=allowed_signers, require_signed=require_signed)
+        return store.restore()
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)
     sealing = file_sealing_advice(target)  # a file of a LangGraph saver's thread is never sealed by hand
     handoff = load(target, assume_version=assume_version, written=record_of(target), sealing=sealing)
-    return Restored(handoff, "file", target, signature=checked_signer(handoff, target, allowed_signers=allowed_signers))
+    report = checked_signer(handoff, target, allowed_signers=allowed_signers)
+    return _required(Restored(handoff, "file", target, signature=report), require_signed)
+
+
+def _required(restored: Restored, require_signed: bool) -> Restored:
+    """*restored*, unless a trusted signature was required and it has none.
+
+    :raises UntrustedSignerError: then, naming why.
+    """
+    if require_signed and (restored.signature is None or not restored.signature.trusted):
+        why = "unsigned" if restored.signature is None else restored.signature.describe()
+        msg = f"generation {restored.handoff.generation} is not signed by a key allowed_signers trusts: {why}"
+        raise UntrustedSignerError(restored.path, msg)
+    return restored
 
 
 def record_of(path: Path) -> Callable[[], Stamp | None] | None:

@@ -28,7 +28,7 @@ from handoff_files.thread.migration import migrate_file
 from handoff_files.thread.notes import check_note, ever_saved
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
-from handoff_files.thread.signatures import signer_report
+from handoff_files.thread.signedpolicy import after_signed_save, signing_policy
 from handoff_files.thread.trust import remember_created
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class HandoffStore:
         names, if any (docs/signing.md); False: none.
     :param allowed_signers: who is trusted to sign (an OpenSSH ``allowed_signers`` file); default:
         ``$XDG_CONFIG_HOME/handoff-files/allowed_signers``. Restore reports each signer by it.
+    :param require_signed: restore only generations a trusted key signed, as a pinned thread does.
     :raises InvalidNameError: if an id given is invalid, or a new thread has none and its folder's name gives none.
     :raises SigningKeyError: if *signing_key* names a key file that cannot be used.
     :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability*, *format* or *kind*.
@@ -91,6 +92,7 @@ class HandoffStore:
         kind: Kind | None = None,
         signing_key: KeyChoice = None,
         allowed_signers: str | os.PathLike[str] | None = None,
+        require_signed: bool = False,
     ) -> None:
         #: The thread directory's paths and listings.
         self.layout = ThreadDir(path)
@@ -110,6 +112,7 @@ class HandoffStore:
             signing_key=signing_key,
         )
         self._allowed = Path(allowed_signers) if allowed_signers is not None else None
+        self._signed = require_signed
         self.lock_timeout = lock_timeout
         self._heads = HeadTracker(self._thread)
         self._temps_left = self.layout.sweep_temps()
@@ -335,7 +338,7 @@ class HandoffStore:
         )
         ahead = head.generation > (listing[0][0] if listing else 0)  # commit copied generations back: list again
         self._heads.remember(new_head, None if ahead or receipt.unfinished else listing)
-        return receipt
+        return after_signed_save(receipt, self.layout, new_head.thread_id, allowed_signers=self._allowed)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -343,21 +346,22 @@ class HandoffStore:
         """Return the newest verified generation, climbing down the recovery ladder if need be.
 
         A copy whose signature does not verify over its seal is damaged, and passed over as one;
-        ``signature`` says who signed the generation returned, as ``allowed_signers`` sees it.
+        ``signature`` says who signed the generation returned, as ``allowed_signers`` sees it. On a
+        thread pinned to signed generations (docs/signing.md), the newest one a trusted key signed.
 
         The ladder: the primary (migrated if old), cross-checked against ``state.json`` and the
         journal's last save → the newest verified generation in ``history/`` → a rebuild from
         ``state.json`` and the journal (state exact, other layers from the journal's summary,
         ``source="rebuilt"``). ``problems`` names what was wrong and what was lost. Never returns
-        ``None`` or unverified data; never writes, unless *accept_edit* is True and the primary
-        is a person's valid, unsealed edit: then the edit is sealed as the next generation first.
+        ``None`` or unverified data; never writes in the thread (a pin is recorded outside it), unless
+        *accept_edit* is True and the primary is a person's valid, unsealed edit: then the edit is
+        sealed as the next generation first.
 
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
+        :raises UntrustedSignerError: if it is pinned and no generation a trusted key signed is left.
         """
         restored = recovery.restore(self._thread, seal_edit=self.seal if accept_edit else None)
-        if restored.handoff.seal is not None and restored.handoff.seal.signature is not None:
-            report = signer_report(restored.handoff, restored.path, allowed_signers=self._allowed)
-            restored = replace(restored, signature=report)
+        restored = signing_policy(restored, self.layout, allowed_signers=self._allowed, require_signed=self._signed)
         if lexists(self.layout.transferred):
             closed = f"this thread was transferred (see {TRANSFERRED_NAME}) and is closed: continue in the target"
             restored = replace(restored, problems=(*restored.problems, closed))

@@ -231,7 +231,13 @@ def test_a_signed_generations_briefing_names_its_signer_or_says_not_trusted_in_i
     trusted = briefing_for(thread)
     assert trusted is not None
     assert trusted.text.startswith("# Handoff briefing (signed by alice@example.com): thread t ")
-    HandoffStore(thread, signing_key=False).save(_layers())
-    plain = briefing_for(thread)
+    HandoffStore(thread, signing_key=False).save(_layers())  # read signed and trusted above: the thread is pinned
+    pinned = briefing_for(thread)
+    assert pinned is not None
+    assert pinned.generation == 1
+    assert pinned.text.startswith("# Handoff briefing (signed by alice@example.com): thread t ")
+    assert any("generation 2" in p and "is not trusted: unsigned (pinned to signed" in p for p in pinned.problems)
+    HandoffStore(tmp_path / "u", signing_key=False).save(_layers())
+    plain = briefing_for(tmp_path / "u")
     assert plain is not None
-    assert plain.text.startswith("# Handoff briefing: thread t ")
+    assert plain.text.startswith("# Handoff briefing: thread u ")

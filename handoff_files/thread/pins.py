@@ -1,0 +1,125 @@
+"""Pinned threads: once this user has read or written a thread signed by a key it trusts, only signed generations count.
+
+Trust on first use, as ssh's ``known_hosts``: before the pin, an unsigned generation is read as
+it always was; after it, a generation that is unsigned or whose signer ``allowed_signers`` does
+not trust is refused, and a restore returns the newest generation a trusted key signed, naming
+the ones it refused (:meth:`~handoff_files.thread.store.HandoffStore.restore`). Someone who can
+write the thread folder can no longer slip an unsigned generation in front of a signed one.
+
+The record ``pinned-threads`` lives beside the acknowledgement key, outside every thread
+(:mod:`~handoff_files.thread.userrecord`). A pin names the thread folder's real path and its
+thread id, and the seal of its generation 1 when that was known: a folder whose generation 1 now
+holds another seal was deleted and made anew, and the pin does not cover the new thread (a restore
+says so). ``handoff trust THREAD --reset`` (:func:`unpin`) forgets a pin.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from handoff_files.foundation.clock import iso_z
+from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.userrecord import locked, read_entries, record_path, write_entries
+
+__all__ = ["PIN_NAME", "Pin", "PinRecordError", "pin", "pin_of", "pinned_threads", "pins_path", "unpin"]
+
+#: The record's file name, beside the acknowledgement key.
+PIN_NAME: Final = "pinned-threads"
+_REDO: Final = "restore your signed threads again (each pins itself when read)"
+
+
+class PinRecordError(HandoffError):
+    """The record of pinned threads cannot be read or written (not yours, writable by others, damaged)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """One pinned thread: its folder's real path, its thread id, generation 1's seal if known, when and how."""
+
+    path: str
+    thread_id: str
+    first_seal: str | None
+    pinned_at: str
+    how: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as a JSON object (the record's shape)."""
+        return {
+            "path": self.path,
+            "thread_id": self.thread_id,
+            "first_seal": self.first_seal,
+            "pinned_at": self.pinned_at,
+            "how": self.how,
+        }
+
+
+def pins_path() -> Path:
+    """Where the record lives: beside the acknowledgement key."""
+    return record_path(PIN_NAME)
+
+
+def pinned_threads() -> list[Pin]:
+    """Every pin, in the order they were made (none if there is no record yet).
+
+    :raises PinRecordError: if the record is not a private file of this user's, or does not read.
+    """
+    return _read(pins_path())
+
+
+def pin_of(thread: str | os.PathLike[str], thread_id: str) -> Pin | None:
+    """The pin on *thread* (its folder) for *thread_id*, or None. Reads only.
+
+    :raises PinRecordError: as :func:`pinned_threads`.
+    """
+    folder = os.path.realpath(thread)
+    return next((entry for entry in pinned_threads() if (entry.path, entry.thread_id) == (folder, thread_id)), None)
+
+
+def pin(thread: str | os.PathLike[str], thread_id: str, first_seal: str | None, *, how: str) -> Pin:
+    """Pin *thread* for *thread_id*: from now on only generations signed by a trusted key count. Writes the record.
+
+    :param first_seal: the seal of the thread's generation 1, if known (it tells a thread made anew).
+    :raises PinRecordError: if the record cannot be read or written.
+    """
+    entry = Pin(os.path.realpath(thread), thread_id, first_seal, iso_z(timespec="seconds"), how)
+    with locked(pins_path(), PinRecordError) as path:
+        kept = [old for old in _read(path) if (old.path, old.thread_id) != (entry.path, entry.thread_id)]
+        write_entries(path, "threads", [old.to_json() for old in [*kept, entry]])
+    return entry
+
+
+def unpin(thread: str | os.PathLike[str]) -> bool:
+    """Forget every pin on *thread* (its real path). Writes the record.
+
+    :returns: whether it was pinned.
+    :raises PinRecordError: if the record cannot be read or written.
+    """
+    folder = os.path.realpath(thread)
+    with locked(pins_path(), PinRecordError) as path:
+        entries = _read(path)
+        kept = [old for old in entries if old.path != folder]
+        if len(kept) == len(entries):
+            return False
+        write_entries(path, "threads", [old.to_json() for old in kept])
+    return True
+
+
+def _read(path: Path) -> list[Pin]:
+    entries = read_entries(path, "threads", PinRecordError, _REDO)
+    try:
+        return [_entry(item) for item in entries]
+    except (KeyError, TypeError) as exc:
+        msg = f"not a record of pinned threads ({exc}): remove it and {_REDO}"
+        raise PinRecordError(path, msg) from exc
+
+
+def _entry(item: dict[str, Any]) -> Pin:
+    fields = (item["path"], item["thread_id"], item["pinned_at"], item["how"])
+    first = item["first_seal"]
+    if not all(isinstance(value, str) for value in fields) or not (first is None or isinstance(first, str)):
+        msg = "path, thread_id, pinned_at and how are strings; first_seal a string or null"
+        raise TypeError(msg)
+    return Pin(fields[0], fields[1], first, fields[2], fields[3])

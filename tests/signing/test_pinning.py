@@ -1,0 +1,144 @@
+"""Pinning (trust on first use): once a thread was read or written signed by a trusted key, only such generations count.
+
+The attacks are real writes into the thread folder by someone who can write it but holds no
+trusted key: an unsigned generation saved on top, one signed by a stranger's key.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from handoff_files import HandoffStore, UntrustedSignerError
+from handoff_files.cli.main import main
+from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
+from handoff_files.thread.pins import pin_of, pins_path
+
+PRINCIPAL = "alice@example.com"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's own configuration and state folders: no pin or key of another test or of the user."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HANDOFF_FILES_KEY", str(tmp_path / "state" / "ack.key"))
+    monkeypatch.delenv("HANDOFF_FILES_SIGNING_KEY", raising=False)
+    monkeypatch.delenv("HANDOFF_FILES_ALLOWED_SIGNERS", raising=False)
+
+
+@pytest.fixture
+def alice(tmp_path: Path) -> SigningKey:
+    """A key this user's allowed_signers trusts."""
+    key = create_key(tmp_path / "alice")
+    trust = tmp_path / "config" / "handoff-files" / "allowed_signers"
+    trust.parent.mkdir(parents=True)
+    trust.write_text(allowed_signers_line(key, PRINCIPAL) + "\n", encoding="utf-8")
+    return key
+
+
+def test_an_unsigned_thread_is_never_pinned_and_reads_as_before(tmp_path: Path) -> None:
+    store = HandoffStore(tmp_path / "t")
+    store.save({"narrative": "one"})
+    store.save({"narrative": "two"})
+    restored = HandoffStore(tmp_path / "t").restore()
+    assert (restored.handoff.narrative, restored.problems) == ("two", ())
+    assert not pins_path().exists()
+
+
+def test_a_trusted_signed_save_pins_and_an_unsigned_generation_on_top_is_refused(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
+    assert pin_of(tmp_path / "t", "t") is not None
+    HandoffStore(tmp_path / "t", signing_key=False).save({"narrative": "slipped in"})  # someone who can write it
+    restored = HandoffStore(tmp_path / "t").restore()
+    assert (restored.handoff.narrative, restored.handoff.generation, restored.source) == ("alice's", 1, "history")
+    assert restored.signature is not None
+    assert restored.signature.principal == PRINCIPAL
+    assert any(
+        "generation 2" in p and "is not trusted: unsigned (pinned to signed generations" in p for p in restored.problems
+    )
+
+
+def test_a_generation_signed_by_a_stranger_is_refused_on_a_pinned_thread(tmp_path: Path, alice: SigningKey) -> None:
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
+    mallory = create_key(tmp_path / "mallory")
+    HandoffStore(tmp_path / "t", signing_key=mallory).save({"narrative": "mallory's"})
+    restored = HandoffStore(tmp_path / "t").restore()
+    assert restored.handoff.narrative == "alice's"
+    assert any(f"signed by {mallory.fingerprint}, a key not in" in p for p in restored.problems)
+
+
+def test_reading_a_trusted_signed_generation_pins_too_and_an_untrusted_one_does_not(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    stranger = create_key(tmp_path / "stranger")
+    HandoffStore(tmp_path / "s", signing_key=stranger).save({"narrative": "a stranger's"})
+    HandoffStore(tmp_path / "s").restore()
+    assert pin_of(tmp_path / "s", "s") is None, "a signer not trusted must not pin: it would lock the user out"
+    folder = tmp_path / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "alice's"})
+    pins_path().unlink()  # as if another user's save: this user has not pinned it yet
+    HandoffStore(folder).restore()
+    pinned = pin_of(folder, "t")
+    assert pinned is not None
+    assert pinned.how == f"read generation 1, signed by {PRINCIPAL}"
+
+
+def test_with_no_trusted_generation_left_a_pinned_restore_raises_and_show_says_it_in_one_line(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
+    HandoffStore(tmp_path / "t", signing_key=False).save({"narrative": "slipped in"})
+    for copy in (tmp_path / "t" / "history").glob("00000001.*"):
+        copy.unlink()  # and alice's generation removed
+    with pytest.raises(UntrustedSignerError, match="no generation here is signed by a key allowed_signers trusts"):
+        HandoffStore(tmp_path / "t").restore()
+    assert main(["show", str(tmp_path / "t")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "handoff trust THREAD --reset" in err
+
+
+def test_trust_reset_forgets_the_pin(tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]) -> None:
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
+    HandoffStore(tmp_path / "t", signing_key=False).save({"narrative": "unsigned, and meant"})
+    assert main(["trust", str(tmp_path / "t"), "--reset"]) == 0
+    assert "is no longer pinned to signed generations" in capsys.readouterr().out
+    assert HandoffStore(tmp_path / "t").restore().handoff.narrative == "unsigned, and meant"
+
+
+def test_require_signed_pins_from_the_start(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    HandoffStore(tmp_path / "u", signing_key=False).save({"narrative": "never signed"})
+    with pytest.raises(UntrustedSignerError):
+        HandoffStore(tmp_path / "u", require_signed=True).restore()
+    assert main(["show", str(tmp_path / "u"), "--require-signed"]) == 1
+    assert "no generation here is signed by a key allowed_signers trusts (require_signed" in capsys.readouterr().err
+    assert main(["show", str(tmp_path / "u" / "handoff.json"), "--require-signed"]) == 1
+    assert "generation 1 is not signed by a key allowed_signers trusts: unsigned" in capsys.readouterr().err
+    HandoffStore(tmp_path / "s", signing_key=alice).save({"narrative": "signed"})
+    assert main(["show", str(tmp_path / "s"), "--require-signed", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["signature"]["principal"] == PRINCIPAL
+
+
+def test_a_thread_made_anew_in_a_pinned_folder_is_not_covered_by_the_old_pin(tmp_path: Path, alice: SigningKey) -> None:
+    folder = tmp_path / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "the old thread"})
+    shutil.rmtree(folder)
+    HandoffStore(folder, signing_key=False).save({"narrative": "a new thread, unsigned"})
+    restored = HandoffStore(folder).restore()
+    assert restored.handoff.narrative == "a new thread, unsigned"
+    assert any("a thread made anew" in p for p in restored.problems)
+
+
+def test_a_pin_record_others_can_write_is_said_not_obeyed(tmp_path: Path, alice: SigningKey) -> None:
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
+    pins_path().chmod(0o666)
+    HandoffStore(tmp_path / "t", signing_key=False).save({"narrative": "unsigned"})
+    restored = HandoffStore(tmp_path / "t").restore()
+    assert any("the record of pinned threads cannot be read" in p for p in restored.problems)
