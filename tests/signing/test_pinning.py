@@ -142,3 +142,28 @@ def test_a_pin_record_others_can_write_is_said_not_obeyed(tmp_path: Path, alice:
     HandoffStore(tmp_path / "t", signing_key=False).save({"narrative": "unsigned"})
     restored = HandoffStore(tmp_path / "t").restore()
     assert any("the record of pinned threads cannot be read" in p for p in restored.problems)
+
+
+@pytest.mark.parametrize("how", ["revoked", "retired"])
+def test_a_key_revoked_or_retired_by_valid_before_is_refused_on_a_pinned_thread(
+    tmp_path: Path, alice: SigningKey, how: str
+) -> None:
+    """Rotation and revocation as allowed_signers says them: the old key's later generation is not trusted."""
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's, new key"})
+    old = create_key(tmp_path / "old")
+    trust = tmp_path / "config" / "handoff-files" / "allowed_signers"
+    if how == "retired":
+        line = allowed_signers_line(old, "old@example.com").replace(
+            '"handoff-files"', '"handoff-files",valid-before="20200101Z"'
+        )
+        trust.write_text(trust.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    else:
+        trust.write_text(
+            trust.read_text(encoding="utf-8") + allowed_signers_line(old, "old@example.com") + "\n", encoding="utf-8"
+        )
+        (trust.parent / "revoked_keys").write_text(old.public_line + "\n", encoding="utf-8")
+    HandoffStore(tmp_path / "t", signing_key=old).save({"narrative": "signed with the old key"})
+    restored = HandoffStore(tmp_path / "t").restore()
+    assert restored.handoff.narrative == "alice's, new key"
+    why = "a revoked key" if how == "revoked" else "outside the time its key is trusted"
+    assert any(why in p for p in restored.problems), restored.problems
