@@ -25,7 +25,7 @@ from handoff_files.thread.signatures import SignatureReport, SignerCheck, verifi
 __all__ = ["after_signed_save", "signing_policy"]
 
 _RESET: Final = "`handoff trust THREAD --reset` forgets the pin if this is expected"
-#: (real path, thread id) pairs this process has pinned or found pinned: a signed save checks once
+#: (real path, thread id) pairs whose pin this process has taken or checked: a signed save checks once
 _KNOWN_PINNED: set[tuple[str, str]] = set()
 #: generation 1's seal by its history/ file's identity (path, device, inode, size, mtime and ctime in ns)
 _FIRST_SEALS: dict[tuple[str, int, int, int, int, int], str | None] = {}
@@ -78,11 +78,9 @@ def after_signed_save(
         except HandoffError:
             return receipt  # the next restore pins it, from whichever copy verifies
     report = SignerCheck(allowed_signers).report(handoff, receipt.path)
-    if report is not None and report.trusted:
-        if _pin(layout, handoff, problems) is None:
-            _take_pin(layout, handoff, f"saved generation {handoff.generation}, signed by {report.principal}", problems)
-        else:
-            _KNOWN_PINNED.add(known)
+    if report is not None and report.trusted and _pin(layout, handoff, problems) is None:
+        _take_pin(layout, handoff, f"saved generation {handoff.generation}, signed by {report.principal}", problems)
+    _KNOWN_PINNED.add(known)  # checked: this process's next signed saves of it pay nothing (a restore re-checks)
     if not problems:
         return receipt
     return dataclasses.replace(receipt, problems=(*receipt.problems, *problems))
