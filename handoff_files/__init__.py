@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from handoff_files.thread.signatures import SignatureReport
     from handoff_files.thread.store import Durability, HandoffStore
     from handoff_files.thread.validate import Validation, validate
+    from handoff_files.thread.verify import ThreadCheck, verify_thread
     from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint, verify_checkpoint
     from handoff_files.transfers.blobs import BlobStore, open_blobs
     from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
@@ -145,6 +146,8 @@ _EXPORTS: Final[dict[str, str]] = {
     "ThreadDir": "handoff_files.thread.layout",
     "Validation": "handoff_files.thread.validate",
     "validate": "handoff_files.thread.validate",
+    "ThreadCheck": "handoff_files.thread.verify",
+    "verify_thread": "handoff_files.thread.verify",
     "Briefing": "handoff_files.uptake.briefing",
     "brief": "handoff_files.uptake.briefing",
     "briefing_for": "handoff_files.uptake.briefing",
@@ -232,6 +235,7 @@ __all__ = [
     "SigningKey",
     "SigningKeyError",
     "State",
+    "ThreadCheck",
     "ThreadDir",
     "ThreadKindError",
     "TransferRefusedError",
@@ -263,6 +267,7 @@ __all__ = [
     "trim_context",
     "validate",
     "verify_checkpoint",
+    "verify_thread",
     "watch",
     "watch_directory",
 ]

@@ -64,6 +64,7 @@ EXPECTED_ALL = [
     "SigningKey",
     "SigningKeyError",
     "State",
+    "ThreadCheck",
     "ThreadDir",
     "ThreadKindError",
     "TransferRefusedError",
@@ -95,6 +96,7 @@ EXPECTED_ALL = [
     "trim_context",
     "validate",
     "verify_checkpoint",
+    "verify_thread",
     "watch",
     "watch_directory",
 ]

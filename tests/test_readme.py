@@ -401,6 +401,9 @@ SHELL: Final[dict[str, Line]] = {
         with_content_and_key,
         check=lambda s, done: "signed by SHA256:" in done.stdout and signed(s / "threads" / "importer-fix"),
     ),
+    "handoff verify threads/importer-fix": Line(
+        importer_fix, check=lambda _, done: done.stdout.rstrip().endswith("the chain holds")
+    ),
     "handoff migrate threads/old-run --dry-run": Line(old_run),
     "handoff migrate threads/old-run": Line(
         old_run, check=lambda s, _: load(s / "threads" / "old-run" / "handoff.json").schema_version == "2.1"

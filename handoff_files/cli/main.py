@@ -20,6 +20,7 @@ from handoff_files.cli.commands_history import register as add_history_commands
 from handoff_files.cli.commands_history import since
 from handoff_files.cli.commands_keys import register as add_keys_commands
 from handoff_files.cli.commands_trust import register as add_trust_commands
+from handoff_files.cli.commands_verify import register as add_verify_commands
 from handoff_files.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from handoff_files.cli.lazy import handler as _handler
 from handoff_files.cli.transfer_parser import add_transfer_commands
@@ -148,6 +149,7 @@ def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
     add_agent_commands(add)
     add_edit_commands(add)  # edit, set
     add_trust_commands(add)  # trust
+    add_verify_commands(add)  # verify
     add_keys_commands(add)  # keys
     if only and only not in sub.choices:
         return build_parser()  # argparse's error for an unknown command lists every command

@@ -225,6 +225,8 @@ CASES: Final = {
     "acknowledge": Case("acknowledge", "acknowledge", lambda w: ["acknowledge", str(w.alpha), _code(w)]),
     "install": Case("install", "install", lambda w: ["install", "codex", "--project", w.path("project"), "--dry-run"]),
     "trust": Case("trust", "trust", lambda w: ["trust", str(w.alpha)]),
+    "trust-reset": Case("trust", "trust", lambda w: ["trust", str(w.alpha), "--reset"]),
+    "verify": Case("verify", "verify", lambda w: ["verify", str(w.alpha)]),
     "keys create": Case("keys", "keys", lambda w: ["keys", "create", w.path("keys/agent"), "--principal", "agent@ci"]),
     "keys show": Case("keys", "keys", lambda w: ["keys", "show", _key(w)]),
     "export": Case("export", "export", lambda w: ["export", str(w.alpha), "--blobs", str(w.blobs), "--to", "beta"]),

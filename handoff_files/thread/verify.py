@@ -1,0 +1,169 @@
+"""A thread checked whole, as ``git fsck`` and ``git verify-commit`` check a repository: ``handoff verify``.
+
+Every generation file in ``history/`` (and the primary) is read and verified (its seal, its
+signature over the seal) and its signer looked up in ``allowed_signers``; then the generations are
+checked against each other: each one's ``parent`` must be the seal of the one before it (else a
+fork or a rewrite), and the numbers between the oldest and the newest kept must all be there (a
+save prunes only the oldest, so a hole in the middle is loss or removal, not retention). On a
+thread that is pinned (or when asked with *require_signed*), a generation newer than the oldest
+one a trusted key signed must be signed by a trusted key too. Reads only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from handoff_files.format.loader import load
+from handoff_files.format.model import Handoff
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
+from handoff_files.thread.pins import pin_of
+from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
+
+__all__ = ["CheckedGeneration", "ThreadCheck", "verify_thread"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedGeneration:
+    """One generation file: what it holds, who signed it, and what is wrong with it (None: nothing)."""
+
+    generation: int | None
+    path: Path
+    checksum: str | None
+    created_at: dt.datetime | None
+    signature: SignatureReport | None
+    problem: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadCheck:
+    """The whole thread: each generation file, newest first, and what is wrong across them."""
+
+    thread: Path
+    pinned: str | None  # when the thread was pinned to signed generations, or None
+    generations: tuple[CheckedGeneration, ...]
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """True when no file and nothing across them is wrong."""
+        return not self.problems and all(entry.problem is None for entry in self.generations)
+
+
+def verify_thread(
+    thread: str | os.PathLike[str], *, allowed_signers: Path | None = None, require_signed: bool = False
+) -> ThreadCheck:
+    """Check every generation of *thread* and the chain they form. Reads only.
+
+    :param allowed_signers: who is trusted to sign (default: the user's ``allowed_signers``).
+    :param require_signed: every generation newer than the oldest trusted-signed one must be
+        trusted-signed, as on a pinned thread.
+    :raises HandoffNotFoundError: if *thread* is not a thread directory.
+    :raises HandoffError: if ``history/`` cannot be listed.
+    """
+    layout = ThreadDir(thread)
+    if not layout.path.is_dir():
+        msg = "no such thread directory"
+        raise HandoffNotFoundError(layout.path, msg)
+    checker = SignerCheck(allowed_signers)
+    entries: list[CheckedGeneration] = []
+    good: dict[int, Handoff] = {}
+    for generation, name in layout.generations():  # newest first
+        entry, handoff = _check(layout.history_dir / name, generation, checker)
+        entries.append(entry)
+        if handoff is not None:
+            good[generation] = handoff
+    problems = _primary(layout, good, checker, entries)
+    problems += _chain(good)
+    thread_id = next((h.thread_id for h in good.values()), None)
+    held = None
+    if thread_id is not None:
+        try:
+            held = pin_of(layout.path, thread_id)
+        except HandoffError as exc:
+            problems.append(f"the record of pinned threads cannot be read: {exc}")
+    if held is not None or require_signed:
+        problems += _untrusted(entries)
+    return ThreadCheck(layout.path, None if held is None else held.pinned_at, tuple(entries), tuple(problems))
+
+
+def _check(path: Path, generation: int | None, checker: SignerCheck) -> tuple[CheckedGeneration, Handoff | None]:
+    try:
+        handoff = verified(load(path, follow_symlinks=False, origin="store"), path)
+    except HandoffError as exc:
+        return CheckedGeneration(generation, path, None, None, None, exc.reason), None
+    seal = None if handoff.seal is None else str(handoff.seal)
+    if generation is not None and handoff.generation != generation:
+        problem = f"its name says generation {generation}, it holds generation {handoff.generation}"
+        return CheckedGeneration(generation, path, seal, handoff.created_at, None, problem), None
+    if seal is None:
+        problem = "an older version's file, not a sealed generation (`handoff migrate` seals it)"
+        return CheckedGeneration(handoff.generation, path, None, handoff.created_at, None, problem), None
+    entry = CheckedGeneration(handoff.generation, path, seal, handoff.created_at, checker.report(handoff, path), None)
+    return entry, handoff
+
+
+def _primary(
+    layout: ThreadDir, good: dict[int, Handoff], checker: SignerCheck, entries: list[CheckedGeneration]
+) -> list[str]:
+    """The primary checked against ``history/``: listed when it holds a generation no verified copy holds."""
+    formats = layout.primary_formats()
+    if len(formats) > 1:
+        return ["both a JSON and a YAML primary: a person must choose one (`handoff doctor` names them)"]
+    primary = layout.primary(formats[0]) if formats else None
+    if primary is None:
+        return [] if not good else [f"no primary file: `handoff doctor --repair` writes it from {HISTORY_DIR}/"]
+    entry, handoff = _check(primary, None, checker)
+    if handoff is None:
+        entries.insert(0, entry)
+        return []
+    kept = good.get(handoff.generation)
+    if kept is None:
+        entries.insert(0, entry)
+        good[handoff.generation] = handoff
+        return []
+    if kept.seal != handoff.seal:
+        return [
+            f"{primary.name} holds generation {handoff.generation} with seal {handoff.seal}, {HISTORY_DIR}/ another "
+            f"({kept.seal}): two different generations under one number"
+        ]
+    return []
+
+
+def _chain(good: dict[int, Handoff]) -> list[str]:
+    """Each kept generation's parent against the one before it; the numbers missing between the kept ones."""
+    problems = []
+    numbers = sorted(good)
+    for before, after in itertools.pairwise(numbers):
+        if after == before + 1 and good[after].parent != str(good[before].seal):
+            problems.append(
+                f"generation {after} does not follow generation {before}: its parent is {good[after].parent}, "
+                f"generation {before}'s seal is {good[before].seal} (a fork or a rewrite)"
+            )
+        elif after > before + 1:
+            missing = str(before + 1) if after == before + 2 else f"{before + 1} to {after - 1}"
+            problems.append(
+                f"generation(s) {missing} missing between kept ones (a save prunes only the oldest: lost or removed)"
+            )
+    return problems  # generations below the oldest kept: retention's (no signed record tells it from loss yet)
+
+
+def _untrusted(entries: list[CheckedGeneration]) -> list[str]:
+    """On a pinned thread: each generation newer than the oldest trusted-signed one that a trusted key did not sign."""
+    trusted = [e.generation for e in entries if e.signature is not None and e.signature.trusted and e.generation]
+    if not trusted:
+        return ["no generation is signed by a key allowed_signers trusts"]
+    oldest = min(trusted)
+    problems = []
+    for entry in entries:
+        if entry.problem is not None or entry.generation is None or entry.generation <= oldest:
+            continue
+        if entry.signature is None:
+            problems.append(f"generation {entry.generation} ({entry.path.name}) is unsigned")
+        elif not entry.signature.trusted:
+            problems.append(f"generation {entry.generation} ({entry.path.name}): {entry.signature.describe()}")
+    return problems
