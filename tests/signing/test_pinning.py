@@ -14,8 +14,9 @@ import pytest
 
 from handoff_files import HandoffStore, UntrustedSignerError
 from handoff_files.cli.main import main
+from handoff_files.format.seal import self_check
 from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
-from handoff_files.thread.pins import pin_of, pins_path
+from handoff_files.thread.pins import pin, pin_of, pins_path, unpin
 
 PRINCIPAL = "alice@example.com"
 
@@ -167,3 +168,27 @@ def test_a_key_revoked_or_retired_by_valid_before_is_refused_on_a_pinned_thread(
     assert restored.handoff.narrative == "alice's, new key"
     why = "a revoked key" if how == "revoked" else "outside the time its key is trusted"
     assert any(why in p for p in restored.problems), restored.problems
+
+
+def test_state_json_cannot_inject_state_into_a_pinned_thread(tmp_path: Path, alice: SigningKey) -> None:
+    """Every copy of the newest generation damaged and state.json rewritten: the rebuild is unsigned, so refused."""
+    folder = tmp_path / "t"
+    store = HandoffStore(folder, signing_key=alice, durability="full")
+    store.save({"narrative": "one", "state": {"data": {"deploy": "staging"}}})
+    store.save({"narrative": "two", "state": {"data": {"deploy": "staging"}}})
+    for copy in (folder / "handoff.json", folder / "history" / "00000002.json"):
+        copy.write_bytes(copy.read_bytes().replace(b'"two"', b'"tw0"'))  # damaged: the seal no longer matches
+    mirror = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    mirror["state"]["data"]["deploy"] = "production"  # the injection, its check recomputed as anyone can
+    del mirror["check"]
+    mirror["check"] = self_check(mirror)
+    (folder / "state.json").write_text(json.dumps(mirror), encoding="utf-8")
+    unpin(folder)
+    rebuilt = HandoffStore(folder, signing_key=False).restore()  # not pinned: the injection is returned (flagged)
+    assert (rebuilt.source, rebuilt.handoff.state.data) == ("rebuilt", {"deploy": "production"})
+    pin(folder, "t", None, how="again")
+    restored = HandoffStore(folder, signing_key=False).restore()
+    assert restored.source == "history"
+    assert restored.handoff.generation == 1
+    assert restored.handoff.state.data == {"deploy": "staging"}
+    assert any("is not trusted: unsigned" in p for p in restored.problems), restored.problems
