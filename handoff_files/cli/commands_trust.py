@@ -42,14 +42,17 @@ def cmd_trust(args: argparse.Namespace) -> str:
     from handoff_files.thread import trust  # noqa: PLC0415 -- imported per command: start-up cost
 
     if args.list == (args.path is not None):
-        args.usage_error("give a THREAD to trust (or --revoke), or --list with none")
+        args.usage_error("give a THREAD to trust (or --revoke or --reset it), or --list with none")
     if args.reset:
+        from handoff_files.foundation.errors import HandoffNotFoundError  # noqa: PLC0415 -- per command
         from handoff_files.thread.pins import unpin  # noqa: PLC0415 -- imported per command: start-up cost
 
+        if not args.path.is_dir():
+            raise HandoffNotFoundError(args.path, "not a thread directory: a pin is kept for a thread's folder")
         state = "is no longer pinned" if unpin(args.path) else "was not pinned"
         said = (
             f"{os.path.realpath(args.path)} {state} to signed generations: its next restore takes the newest "
-            "verified generation, and pins the thread again if a trusted key signed it"
+            "verified generation, and pins the thread if a trusted key signed it"
         )
     elif args.list:
         lines = [f"{entry.path}  ({entry.how}, {entry.trusted_at})" for entry in trust.trusted_threads()]

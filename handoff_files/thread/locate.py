@@ -12,14 +12,15 @@ from handoff_files.foundation.atomic import Stamp
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, UntrustedSignerError
 from handoff_files.thread.history import find_generation, load_generation
 from handoff_files.thread.kind import file_sealing_advice
-from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir
+from handoff_files.thread.layout import HISTORY_DIR, MIRROR_NAME, PRIMARY_NAMES, ThreadDir
 from handoff_files.thread.mirror import primary_stamp
+from handoff_files.thread.pins import pin_of
 from handoff_files.thread.results import MigrationReport, Restored
 from handoff_files.thread.settings import choose_format
 from handoff_files.thread.signatures import checked_signer, signer_report
 from handoff_files.thread.store import HandoffStore
 
-__all__ = ["migrate_path", "open_handoff", "primary_of", "record_of", "thread_of"]
+__all__ = ["is_pinned", "migrate_path", "open_handoff", "primary_of", "record_of", "thread_of"]
 
 
 def thread_of(path: str | os.PathLike[str], **options: Any) -> HandoffStore:
@@ -67,7 +68,7 @@ def open_handoff(
         found = find_generation(layout, generation)
         handoff = load_generation(layout, generation)
         report = signer_report(handoff, found, allowed_signers=allowed_signers)
-        return _required(Restored(handoff, "history", found, signature=report), require_signed)
+        return _required(Restored(handoff, "history", found, signature=report), require_signed or is_pinned(found))
     if target.is_dir():
         store = HandoffStore(target, signing_key=False, allowed_signers=allowed_signers, require_signed=require_signed)
         return store.restore()
@@ -77,7 +78,7 @@ def open_handoff(
     sealing = file_sealing_advice(target)  # a file of a LangGraph saver's thread is never sealed by hand
     handoff = load(target, assume_version=assume_version, written=record_of(target), sealing=sealing)
     report = checked_signer(handoff, target, allowed_signers=allowed_signers)
-    return _required(Restored(handoff, "file", target, signature=report), require_signed)
+    return _required(Restored(handoff, "file", target, signature=report), require_signed or is_pinned(target))
 
 
 def _required(restored: Restored, require_signed: bool) -> Restored:
@@ -86,10 +87,22 @@ def _required(restored: Restored, require_signed: bool) -> Restored:
     :raises UntrustedSignerError: then, naming why.
     """
     if require_signed and (restored.signature is None or not restored.signature.trusted):
-        why = "unsigned" if restored.signature is None else restored.signature.describe()
-        msg = f"generation {restored.handoff.generation} is not signed by a key allowed_signers trusts: {why}"
+        why = "unsigned" if restored.signature is None else restored.signature.describe().removeprefix("not trusted: ")
+        msg = (
+            f"generation {restored.handoff.generation} is not signed by a key allowed_signers trusts ({why}), and "
+            "signed generations are required (--require-signed, or its thread folder is pinned to them)"
+        )
         raise UntrustedSignerError(restored.path, msg)
     return restored
+
+
+def is_pinned(path: Path) -> bool:
+    """Whether the thread folder *path* is, or holds the file *path* (its primary, or in ``history/``), is pinned."""
+    folder = path if path.is_dir() else path.parent.parent if path.parent.name == HISTORY_DIR else path.parent
+    try:
+        return pin_of(folder) is not None
+    except HandoffError:
+        return False
 
 
 def record_of(path: Path) -> Callable[[], Stamp | None] | None:

@@ -7,10 +7,12 @@ the ones it refused (:meth:`~handoff_files.thread.store.HandoffStore.restore`). 
 write the thread folder can no longer slip an unsigned generation in front of a signed one.
 
 The record ``pinned-threads`` lives beside the acknowledgement key, outside every thread
-(:mod:`~handoff_files.thread.userrecord`). A pin names the thread folder's real path and its
-thread id, and the seal of its generation 1 when that was known: a folder whose generation 1 now
-holds another seal was deleted and made anew, and the pin does not cover the new thread (a restore
-says so). ``handoff trust THREAD --reset`` (:func:`unpin`) forgets a pin.
+(:mod:`~handoff_files.thread.userrecord`). A pin is kept for the thread folder's real path, as
+``known_hosts`` keeps a key for a host name: it names the thread id and the seal of generation 1
+(when known) it was taken for, and a folder that now holds another thread (deleted and made anew,
+or another thread id) is still held to signed generations, and told so, until a trusted key signs
+the new thread (which moves the pin to it) or the user forgets the pin: ``handoff trust THREAD
+--reset`` (:func:`unpin`).
 """
 
 from __future__ import annotations
@@ -69,24 +71,26 @@ def pinned_threads() -> list[Pin]:
     return _read(pins_path())
 
 
-def pin_of(thread: str | os.PathLike[str], thread_id: str) -> Pin | None:
-    """The pin on *thread* (its folder) for *thread_id*, or None. Reads only.
+def pin_of(thread: str | os.PathLike[str]) -> Pin | None:
+    """The pin on the folder *thread*, whatever thread it holds now, or None. Reads only.
 
     :raises PinRecordError: as :func:`pinned_threads`.
     """
     folder = os.path.realpath(thread)
-    return next((entry for entry in pinned_threads() if (entry.path, entry.thread_id) == (folder, thread_id)), None)
+    return next((entry for entry in reversed(pinned_threads()) if entry.path == folder), None)
 
 
 def pin(thread: str | os.PathLike[str], thread_id: str, first_seal: str | None, *, how: str) -> Pin:
-    """Pin *thread* for *thread_id*: from now on only generations signed by a trusted key count. Writes the record.
+    """Pin the folder *thread*, holding *thread_id*: from now on only generations a trusted key signed count.
+
+    Replaces any pin the folder had. Writes the record.
 
     :param first_seal: the seal of the thread's generation 1, if known (it tells a thread made anew).
     :raises PinRecordError: if the record cannot be read or written.
     """
     entry = Pin(os.path.realpath(thread), thread_id, first_seal, iso_z(timespec="seconds"), how)
     with locked(pins_path(), PinRecordError) as path:
-        kept = [old for old in _read(path) if (old.path, old.thread_id) != (entry.path, entry.thread_id)]
+        kept = [old for old in _read(path) if old.path != entry.path]
         write_entries(path, "threads", [old.to_json() for old in [*kept, entry]])
     return entry
 

@@ -22,7 +22,7 @@ from handoff_files.thread.pins import Pin, pin, pin_of
 from handoff_files.thread.results import Restored, SaveReceipt
 from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
 
-__all__ = ["after_signed_save", "signing_policy"]
+__all__ = ["after_save", "signing_policy"]
 
 _RESET: Final = "`handoff trust THREAD --reset` forgets the pin if this is expected"
 #: (real path, thread id) pairs whose pin this process has taken or checked: a signed save checks once
@@ -47,27 +47,37 @@ def signing_policy(
     problems: list[str] = []
     held = _pin(layout, handoff, problems)
     if report is not None and report.trusted:
-        if held is None:
+        if held is None or _anew(held, layout, handoff) is not None:  # a trusted key signed it: the pin is its
             how = f"read generation {handoff.generation}, signed by {report.principal}"
             _take_pin(layout, handoff, how, problems)
         return _with(restored, problems)
     if held is None and not require_signed:
         return _with(restored, problems)
-    since = f"pinned to signed generations since {held.pinned_at}" if held is not None else "require_signed"
-    why = "unsigned" if report is None else report.describe()
+    since = "signed generations required"
+    if held is not None:
+        anew = _anew(held, layout, handoff)
+        since = f"the folder is pinned to signed generations since {held.pinned_at}" + (f"; {anew}" if anew else "")
+    why = "unsigned" if report is None else report.describe().removeprefix("not trusted: ")
     refused = f"generation {handoff.generation} ({restored.source}, {restored.path}) is not trusted: {why} ({since})"
-    return _newest_trusted(restored, layout, checker, [*problems, refused], f"{since}; the newest is {why}")
+    found = _newest_trusted(restored, layout, checker, [*problems, refused], f"{since}; the newest is {why}", held=held)
+    if held is None and found.signature is not None:  # require_signed found a trusted one: the thread pins
+        _take_pin(layout, found.handoff, f"read generation {found.handoff.generation}, signed", problems)
+    return found
 
 
-def after_signed_save(
+def after_save(
     receipt: SaveReceipt, layout: ThreadDir, thread_id: str | None, *, allowed_signers: Path | None
 ) -> SaveReceipt:
-    """Pin the thread after a save signed by a key ``allowed_signers`` trusts (once per process and thread).
+    """After a save: pin the thread if a key ``allowed_signers`` trusts signed it (checked once per process
+    and thread); say in the receipt when the folder is pinned and this save's generation is unsigned, so
+    that every restore will pass it over.
 
     A pin that cannot be written is said in the receipt's ``problems``; it never fails the save.
     """
+    if receipt.signed_by is None:
+        return _unsigned_into_pinned(receipt, layout)
     known = (os.path.realpath(layout.path), thread_id or "")
-    if receipt.signed_by is None or thread_id is None or known in _KNOWN_PINNED:
+    if thread_id is None or known in _KNOWN_PINNED:
         return receipt
     problems: list[str] = []
     try:
@@ -86,28 +96,44 @@ def after_signed_save(
     return dataclasses.replace(receipt, problems=(*receipt.problems, *problems))
 
 
+def _unsigned_into_pinned(receipt: SaveReceipt, layout: ThreadDir) -> SaveReceipt:
+    try:
+        held = pin_of(layout.path)  # no record: one open that fails
+    except HandoffError:
+        return receipt
+    if held is None:
+        return receipt
+    note = (
+        f"this folder is pinned to signed generations (since {held.pinned_at}): every restore passes this unsigned "
+        f"generation over; sign it (--sign-with KEYFILE, signing_key=…), or {_RESET}"
+    )
+    return dataclasses.replace(receipt, problems=(*receipt.problems, note))
+
+
 def _name(layout: ThreadDir, generation: int) -> str:
     return dict(layout.generations())[generation]
 
 
 def _pin(layout: ThreadDir, handoff: Handoff, problems: list[str]) -> Pin | None:
-    """The pin that covers this thread, or None; a pin on a thread since made anew covers it no more (said)."""
+    """The pin on this folder, whatever thread it holds now (a thread made anew stays held), or None."""
     try:
-        held = pin_of(layout.path, handoff.thread_id)
+        held = pin_of(layout.path)
     except HandoffError as exc:
         problems.append(f"the record of pinned threads cannot be read, so no pin is applied: {exc}")
         return None
-    if held is None:
-        return None
+    if held is not None:
+        _KNOWN_PINNED.add((held.path, handoff.thread_id))
+    return held
+
+
+def _anew(held: Pin, layout: ThreadDir, handoff: Handoff) -> str | None:
+    """How the folder's thread differs from the one pinned (another thread id, another generation 1), or None."""
+    if held.thread_id != handoff.thread_id:
+        return f"it now holds thread {handoff.thread_id!r}, not the {held.thread_id!r} pinned"
     first = _first_seal(layout, handoff)
     if held.first_seal is not None and first is not None and first != held.first_seal:
-        problems.append(
-            f"this folder holds a thread made anew (its generation 1 has another seal than the one pinned "
-            f"{held.pinned_at}): the pin does not cover it; {_RESET}"
-        )
-        return None
-    _KNOWN_PINNED.add((held.path, held.thread_id))
-    return held
+        return "it holds a thread made anew (its generation 1 has another seal than the one pinned)"
+    return None
 
 
 def _take_pin(layout: ThreadDir, handoff: Handoff, how: str, problems: list[str]) -> None:
@@ -146,11 +172,11 @@ def _first_seal(layout: ThreadDir, handoff: Handoff) -> str | None:
 
 
 def _newest_trusted(
-    restored: Restored, layout: ThreadDir, checker: SignerCheck, problems: list[str], why: str
+    restored: Restored, layout: ThreadDir, checker: SignerCheck, problems: list[str], why: str, *, held: Pin | None
 ) -> Restored:
     """The newest generation in ``history/`` (not newer than *restored*'s) that a trusted key signed."""
     newest = restored.handoff.generation
-    skipped = 0
+    skipped: list[int] = []
     for generation, name in layout.generations():  # newest first
         if generation > newest:
             continue
@@ -158,16 +184,18 @@ def _newest_trusted(
         try:
             handoff = verified(load(path, follow_symlinks=False, origin="store"), path)
         except HandoffError:
-            skipped += 1
+            skipped.append(generation)
             continue
         report: SignatureReport | None = checker.report(handoff, path)
         if report is not None and report.trusted and handoff.generation == generation:
             if skipped:
-                problems.append(f"{skipped} newer copy(ies) in history/ passed over: not signed by a trusted key")
+                listed = ", ".join(map(str, skipped))
+                problems.append(f"history/'s generation(s) {listed} passed over too: not signed by a trusted key")
             return Restored(handoff, "history", path, (*restored.problems, *problems), signature=report)
         if generation != newest:
-            skipped += 1
-    msg = f"no generation here is signed by a key allowed_signers trusts ({why}); {_RESET}"
+            skipped.append(generation)
+    reset = f"; {_RESET}" if held is not None else ""
+    msg = f"no generation here is signed by a key allowed_signers trusts ({why}){reset}"
     raise UntrustedSignerError(layout.path, msg)
 
 

@@ -28,7 +28,7 @@ from handoff_files.thread.migration import migrate_file
 from handoff_files.thread.notes import check_note, ever_saved
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
-from handoff_files.thread.signedpolicy import after_signed_save, signing_policy
+from handoff_files.thread.signedpolicy import after_save, signing_policy
 from handoff_files.thread.trust import remember_created
 
 if TYPE_CHECKING:
@@ -338,7 +338,7 @@ class HandoffStore:
         )
         ahead = head.generation > (listing[0][0] if listing else 0)  # commit copied generations back: list again
         self._heads.remember(new_head, None if ahead or receipt.unfinished else listing)
-        return after_signed_save(receipt, self.layout, new_head.thread_id, allowed_signers=self._allowed)
+        return after_save(receipt, self.layout, new_head.thread_id, allowed_signers=self._allowed)
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.atomic import is_real_dir, lexists
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, SignatureError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, SignatureError, UntrustedSignerError
 from handoff_files.thread.kind import file_sealing_advice, sealing_advice
 from handoff_files.thread.layout import ThreadDir
-from handoff_files.thread.locate import primary_of, record_of
-from handoff_files.thread.signatures import signature_damage
+from handoff_files.thread.locate import is_pinned, primary_of, record_of
+from handoff_files.thread.signatures import signature_damage, signer_report
 
 __all__ = ["Validation", "validate"]
 
@@ -60,11 +60,21 @@ def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | N
             bad = signature_damage(handoff, path)
             if bad is not None:  # a signed generation is verified whole: its seal, then its signature
                 raise SignatureError(path, bad)
+            if is_pinned(Path(path)):  # a folder pinned to signed generations: only a trusted signer's is valid
+                _trusted(handoff, path)
         except HandoffError as exc:
             results.append(Validation(path, error=exc))
         else:
             results.append(Validation(path, handoff=handoff))
     return results
+
+
+def _trusted(handoff: Handoff, path: str | os.PathLike[str]) -> None:
+    report = signer_report(handoff, path)
+    if report is None or not report.trusted:
+        why = "unsigned" if report is None else report.describe().removeprefix("not trusted: ")
+        msg = f"not signed by a key allowed_signers trusts ({why}), and its thread folder is pinned to signed ones"
+        raise UntrustedSignerError(path, msg)
 
 
 def _verify(path: Path, assume_version: str | None) -> Handoff:

@@ -67,7 +67,10 @@ def verify_thread(
     """
     layout = ThreadDir(thread)
     if not layout.path.is_dir():
-        msg = "no such thread directory"
+        msg = "a file, not a thread directory" if layout.path.exists() else "no such thread directory"
+        raise HandoffNotFoundError(layout.path, msg)
+    if not layout.holdings():
+        msg = layout.not_a_thread() or "not a thread: it holds no handoff, no history/ and no journal"
         raise HandoffNotFoundError(layout.path, msg)
     checker = SignerCheck(allowed_signers)
     entries: list[CheckedGeneration] = []
@@ -78,14 +81,14 @@ def verify_thread(
         if handoff is not None:
             good[generation] = handoff
     problems = _primary(layout, good, checker, entries)
-    problems += _chain(good)
-    thread_id = next((h.thread_id for h in good.values()), None)
+    listed = {entry.generation for entry in entries if entry.generation is not None}
+    problems += _chain(good, listed)
     held = None
-    if thread_id is not None:
-        try:
-            held = pin_of(layout.path, thread_id)
-        except HandoffError as exc:
-            problems.append(f"the record of pinned threads cannot be read: {exc}")
+    try:
+        held = pin_of(layout.path)
+    except HandoffError as exc:
+        problems.append(f"the record of pinned threads cannot be read: {exc}")
+    problems += _strangers(good, entries, None if held is None else held.thread_id)
     if held is not None or require_signed:
         problems += _untrusted(entries)
     return ThreadCheck(layout.path, None if held is None else held.pinned_at, tuple(entries), tuple(problems))
@@ -134,17 +137,28 @@ def _primary(
     return []
 
 
-def _chain(good: dict[int, Handoff]) -> list[str]:
-    """Each kept generation's parent against the one before it; the numbers missing between the kept ones."""
+def _strangers(good: dict[int, Handoff], entries: list[CheckedGeneration], pinned: str | None) -> list[str]:
+    """Generations of another thread: not the pinned thread's id, or (unpinned) not the id the oldest one has."""
+    own = pinned if pinned is not None else next((good[n].thread_id for n in sorted(good)), None)
+    return [
+        f"generation {n} ({good[n].agent_id} / {good[n].thread_id}) belongs to another thread than {own!r}"
+        for n in sorted(good, reverse=True)
+        if own is not None and good[n].thread_id != own
+    ]
+
+
+def _chain(good: dict[int, Handoff], listed: set[int]) -> list[str]:
+    """Each kept generation's parent against the one before it; the numbers with no file between the kept ones."""
     problems = []
-    numbers = sorted(good)
-    for before, after in itertools.pairwise(numbers):
+    for before, after in itertools.pairwise(sorted(good)):
         if after == before + 1 and good[after].parent != str(good[before].seal):
             problems.append(
                 f"generation {after} does not follow generation {before}: its parent is {good[after].parent}, "
                 f"generation {before}'s seal is {good[before].seal} (a fork or a rewrite)"
             )
-        elif after > before + 1:
+    numbers = sorted(listed)
+    for before, after in itertools.pairwise(numbers):
+        if after > before + 1:
             missing = str(before + 1) if after == before + 2 else f"{before + 1} to {after - 1}"
             problems.append(
                 f"generation(s) {missing} missing between kept ones (a save prunes only the oldest: lost or removed)"

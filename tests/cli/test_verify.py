@@ -118,3 +118,49 @@ def test_verify_of_a_folder_that_is_no_thread_is_one_line(tmp_path: Path, capsys
     assert main(["verify", str(tmp_path / "nothing")]) == 1
     err = capsys.readouterr().err
     assert err == f"handoff: {tmp_path / 'nothing'}: no such thread directory\n"
+
+
+def test_a_generation_of_another_thread_id_keeps_the_pin_and_is_named(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pin is the folder's: a newest file naming another thread neither hides it nor passes as this thread's."""
+    thread = _thread(tmp_path / "t", 2, signing_key=alice)
+    stranger = _thread(tmp_path / "elsewhere" / "x", 3)
+    shutil.copyfile(stranger / "history" / "00000003.json", thread / "history" / "00000003.json")
+    code, out = _verify(capsys, str(thread), "--json")
+    document = json.loads(out)
+    assert code == 1
+    assert document["pinned"] is not None
+    assert any("generation 3 (x / x) belongs to another thread than 't'" in p for p in document["problems"])
+    assert any("generation 3 (00000003.json) is unsigned" in p for p in document["problems"])
+
+
+def test_a_damaged_file_in_the_middle_is_bad_not_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    thread = _thread(tmp_path / "t", 3)
+    copy = thread / "history" / "00000002.json"
+    copy.write_bytes(copy.read_bytes().replace(b"t 2", b"t X"))
+    code, out = _verify(capsys, str(thread))
+    assert code == 1
+    assert "missing" not in out
+    assert out.rstrip().endswith("1 problem(s)")
+
+
+@pytest.mark.parametrize("what", ["file", "empty-folder", "folder-of-threads"])
+def test_verify_of_what_is_no_thread_is_refused_in_one_line(
+    tmp_path: Path, what: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _thread(tmp_path / "threads" / "a", 1)
+    target = {
+        "file": tmp_path / "threads" / "a" / "handoff.json",
+        "empty-folder": tmp_path / "empty",
+        "folder-of-threads": tmp_path / "threads",
+    }[what]
+    (tmp_path / "empty").mkdir()
+    assert main(["verify", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert {
+        "file": "a file, not a thread directory",
+        "empty-folder": "not a thread",
+        "folder-of-threads": "a folder of threads",
+    }[what] in err

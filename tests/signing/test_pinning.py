@@ -53,14 +53,15 @@ def test_a_trusted_signed_save_pins_and_an_unsigned_generation_on_top_is_refused
     tmp_path: Path, alice: SigningKey
 ) -> None:
     HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
-    assert pin_of(tmp_path / "t", "t") is not None
+    assert pin_of(tmp_path / "t") is not None
     HandoffStore(tmp_path / "t", signing_key=False).save({"narrative": "slipped in"})  # someone who can write it
     restored = HandoffStore(tmp_path / "t").restore()
     assert (restored.handoff.narrative, restored.handoff.generation, restored.source) == ("alice's", 1, "history")
     assert restored.signature is not None
     assert restored.signature.principal == PRINCIPAL
     assert any(
-        "generation 2" in p and "is not trusted: unsigned (pinned to signed generations" in p for p in restored.problems
+        "generation 2" in p and "is not trusted: unsigned (the folder is pinned to signed generations since" in p
+        for p in restored.problems
     )
 
 
@@ -79,12 +80,12 @@ def test_reading_a_trusted_signed_generation_pins_too_and_an_untrusted_one_does_
     stranger = create_key(tmp_path / "stranger")
     HandoffStore(tmp_path / "s", signing_key=stranger).save({"narrative": "a stranger's"})
     HandoffStore(tmp_path / "s").restore()
-    assert pin_of(tmp_path / "s", "s") is None, "a signer not trusted must not pin: it would lock the user out"
+    assert pin_of(tmp_path / "s") is None, "a signer not trusted must not pin: it would lock the user out"
     folder = tmp_path / "t"
     HandoffStore(folder, signing_key=alice).save({"narrative": "alice's"})
     pins_path().unlink()  # as if another user's save: this user has not pinned it yet
     HandoffStore(folder).restore()
-    pinned = pin_of(folder, "t")
+    pinned = pin_of(folder)
     assert pinned is not None
     assert pinned.how == f"read generation 1, signed by {PRINCIPAL}"
 
@@ -119,22 +120,44 @@ def test_require_signed_pins_from_the_start(
     with pytest.raises(UntrustedSignerError):
         HandoffStore(tmp_path / "u", require_signed=True).restore()
     assert main(["show", str(tmp_path / "u"), "--require-signed"]) == 1
-    assert "no generation here is signed by a key allowed_signers trusts (require_signed" in capsys.readouterr().err
+    assert (
+        "no generation here is signed by a key allowed_signers trusts (signed generations required"
+        in capsys.readouterr().err
+    )
     assert main(["show", str(tmp_path / "u" / "handoff.json"), "--require-signed"]) == 1
-    assert "generation 1 is not signed by a key allowed_signers trusts: unsigned" in capsys.readouterr().err
+    assert (
+        "generation 1 is not signed by a key allowed_signers trusts (unsigned), and signed generations"
+        in capsys.readouterr().err
+    )
     HandoffStore(tmp_path / "s", signing_key=alice).save({"narrative": "signed"})
     assert main(["show", str(tmp_path / "s"), "--require-signed", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["signature"]["principal"] == PRINCIPAL
 
 
-def test_a_thread_made_anew_in_a_pinned_folder_is_not_covered_by_the_old_pin(tmp_path: Path, alice: SigningKey) -> None:
+@pytest.mark.parametrize("thread_id", [None, "zz"], ids=["same-id", "another-id"])
+def test_a_thread_made_anew_in_a_pinned_folder_stays_held_until_reset_or_signed(
+    tmp_path: Path, alice: SigningKey, thread_id: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As known_hosts keeps a host's key: the pin is the folder's; a new thread there is told, never let in unsigned."""
     folder = tmp_path / "t"
     HandoffStore(folder, signing_key=alice).save({"narrative": "the old thread"})
     shutil.rmtree(folder)
-    HandoffStore(folder, signing_key=False).save({"narrative": "a new thread, unsigned"})
-    restored = HandoffStore(folder).restore()
-    assert restored.handoff.narrative == "a new thread, unsigned"
-    assert any("a thread made anew" in p for p in restored.problems)
+    HandoffStore(folder, signing_key=False, thread_id=thread_id).save({"narrative": "a new thread, unsigned"})
+    anew = "it now holds thread 'zz', not the 't' pinned" if thread_id else "it holds a thread made anew"
+    with pytest.raises(UntrustedSignerError, match=anew) as caught:
+        HandoffStore(folder).restore()
+    assert "`handoff trust THREAD --reset` forgets the pin if this is expected" in caught.value.reason
+    assert main(["trust", str(folder), "--reset"]) == 0
+    capsys.readouterr()
+    assert HandoffStore(folder).restore().handoff.narrative == "a new thread, unsigned"
+    shutil.rmtree(folder)
+    HandoffStore(folder, signing_key=alice).save({"narrative": "the old thread"})
+    shutil.rmtree(folder)
+    HandoffStore(folder, signing_key=alice, thread_id=thread_id).save({"narrative": "a new thread, signed by alice"})
+    assert HandoffStore(folder).restore().handoff.narrative == "a new thread, signed by alice"  # the pin moves to it
+    held = pin_of(folder)
+    assert held is not None
+    assert held.thread_id == (thread_id or "t")
 
 
 def test_a_pin_record_others_can_write_is_said_not_obeyed(tmp_path: Path, alice: SigningKey) -> None:
@@ -192,3 +215,17 @@ def test_state_json_cannot_inject_state_into_a_pinned_thread(tmp_path: Path, ali
     assert restored.handoff.generation == 1
     assert restored.handoff.state.data == {"deploy": "staging"}
     assert any("is not trusted: unsigned" in p for p in restored.problems), restored.problems
+
+
+def test_on_a_pinned_folder_show_generation_and_validate_refuse_an_unsigned_generation_and_a_save_says_so(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "alice's"})
+    receipt = HandoffStore(folder, signing_key=False).save({"narrative": "slipped in"})
+    assert any("this folder is pinned to signed generations" in p for p in receipt.problems)
+    assert main(["show", str(folder), "--generation", "2"]) == 1
+    assert "its thread folder is pinned to them" in capsys.readouterr().err
+    assert main(["validate", str(folder)]) == 1
+    assert "its thread folder is pinned to signed ones" in capsys.readouterr().err
+    assert main(["validate", str(folder / "history" / "00000001.json")]) == 0

@@ -236,7 +236,9 @@ def test_a_signed_generations_briefing_names_its_signer_or_says_not_trusted_in_i
     assert pinned is not None
     assert pinned.generation == 1
     assert pinned.text.startswith("# Handoff briefing (signed by alice@example.com): thread t ")
-    assert any("generation 2" in p and "is not trusted: unsigned (pinned to signed" in p for p in pinned.problems)
+    assert any(
+        "generation 2" in p and "is not trusted: unsigned (the folder is pinned to signed" in p for p in pinned.problems
+    )
     HandoffStore(tmp_path / "u", signing_key=False).save(_layers())
     plain = briefing_for(tmp_path / "u")
     assert plain is not None
