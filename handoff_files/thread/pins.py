@@ -31,6 +31,7 @@ __all__ = ["PIN_NAME", "Pin", "PinRecordError", "pin", "pin_of", "pinned_threads
 #: The record's file name, beside the acknowledgement key.
 PIN_NAME: Final = "pinned-threads"
 _REDO: Final = "restore your signed threads again (each pins itself when read)"
+_SEEN: dict[str, Any] = {}  # the record last read in this process, and its identity on disk
 
 
 class PinRecordError(HandoffError):
@@ -76,8 +77,22 @@ def pin_of(thread: str | os.PathLike[str]) -> Pin | None:
 
     :raises PinRecordError: as :func:`pinned_threads`.
     """
+    record = pins_path()
+    try:
+        st = os.lstat(record)
+    except FileNotFoundError:  # the usual case, on every restore: one stat, nothing parsed
+        return None
+    except OSError as exc:
+        raise PinRecordError(record, f"cannot look at the record: {exc.strerror or exc}") from exc
+    # every write renames a new file into place (a new inode), a chmod changes ctime: unchanged, nothing to read again
+    seen = (os.fspath(record), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+    if _SEEN.get("record") != seen:
+        _SEEN.clear()
+        _SEEN["pins"] = _read(record)
+        _SEEN["record"] = seen
     folder = os.path.realpath(thread)
-    return next((entry for entry in reversed(pinned_threads()) if entry.path == folder), None)
+    pins: list[Pin] = _SEEN["pins"]
+    return next((entry for entry in reversed(pins) if entry.path == folder), None)
 
 
 def pin(thread: str | os.PathLike[str], thread_id: str, first_seal: str | None, *, how: str) -> Pin:

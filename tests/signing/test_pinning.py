@@ -229,3 +229,25 @@ def test_on_a_pinned_folder_show_generation_and_validate_refuse_an_unsigned_gene
     assert main(["validate", str(folder)]) == 1
     assert "its thread folder is pinned to signed ones" in capsys.readouterr().err
     assert main(["validate", str(folder / "history" / "00000001.json")]) == 0
+
+
+def test_a_pin_forgotten_by_another_process_is_forgotten_here_at_once(
+    tmp_path: Path, alice: SigningKey, subprocess_env: dict[str, str]
+) -> None:
+    """The record read last is kept by its identity on disk: a rewrite elsewhere (a new file renamed in) is seen."""
+    import os
+    import subprocess
+    import sys
+
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
+    assert pin_of(tmp_path / "t") is not None
+    env = {**subprocess_env, "HANDOFF_FILES_KEY": os.environ["HANDOFF_FILES_KEY"]}
+    done = subprocess.run(
+        [sys.executable, "-m", "handoff_files", "trust", str(tmp_path / "t"), "--reset"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert pin_of(tmp_path / "t") is None
