@@ -374,8 +374,14 @@ def cmd_run(args: argparse.Namespace) -> str:
 def cmd_history(args: argparse.Namespace) -> str:
     """``handoff history DIR``."""
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.thread.pins import pin_of  # noqa: PLC0415 -- imported per command: start-up cost
 
-    entries = thread_of(args.dir).history()
+    store = thread_of(args.dir)
+    entries = store.history()
     if args.json:
         return to_json([dataclasses.asdict(e) for e in entries])
-    return history_table(entries)
+    held = pin_of(store.path)
+    if held is None:
+        return history_table(entries)
+    head = f"pinned to signed generations since {held.pinned_at}: a generation no trusted key signed is passed over\n"
+    return head + history_table(entries, pinned=True)

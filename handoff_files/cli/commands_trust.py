@@ -55,8 +55,13 @@ def cmd_trust(args: argparse.Namespace) -> str:
             "verified generation, and pins the thread if a trusted key signed it"
         )
     elif args.list:
+        from handoff_files.thread.pins import pinned_threads  # noqa: PLC0415 -- imported per command: start-up cost
+
         lines = [f"{entry.path}  ({entry.how}, {entry.trusted_at})" for entry in trust.trusted_threads()]
         said = "\n".join(lines) if lines else f"no thread is trusted yet ({trust.trust_path()})"
+        pins = [f"  {pin.path}  (thread {pin.thread_id}: {pin.how}, {pin.pinned_at})" for pin in pinned_threads()]
+        if pins:
+            said += "\npinned to signed generations:\n" + "\n".join(pins)
     elif args.revoke:
         was = trust.revoke(args.path)
         said = f"{os.path.realpath(args.path)} is {'no longer' if was else 'not'} trusted: no hook briefs from it"

@@ -183,13 +183,14 @@ def validation_records(results: Iterable[Validation]) -> list[dict[str, Any]]:
     return records
 
 
-def history_table(entries: Iterable[HistoryEntry], *, term: Terminal | None = None) -> str:
+def history_table(entries: Iterable[HistoryEntry], *, term: Terminal | None = None, pinned: bool = False) -> str:
     """Render the generations of a thread, newest first, one line each; ``*`` marks the primary's.
 
     Digests are cut short (:func:`short_digest`), as long as it takes to keep the listed ones apart.
     A generation listed from the primary alone (``history/`` has no verified copy of it) says so.
 
     :param term: where it goes (default: :func:`terminal`): the width it is wrapped to, and colour.
+    :param pinned: the thread is pinned to signed generations: an unsigned one says so.
     """
     from handoff_files.thread.layout import HISTORY_DIR  # noqa: PLC0415 -- the history command has loaded it already
 
@@ -212,7 +213,8 @@ def history_table(entries: Iterable[HistoryEntry], *, term: Terminal | None = No
             seal = short_digest(e.checksum, length)
             lost = f"  (no verified {HISTORY_DIR}/ copy: `handoff doctor --repair` writes it)"
             alone = "" if where.startswith(f"{HISTORY_DIR}/") else lost
-        lines += fit(prefix, f"{moment(e.created_at)}  {seal}{_signer(e)}{alone}", t)
+        signer = "  unsigned" if pinned and e.signature is None and e.checksum is not None else _signer(e)
+        lines += fit(prefix, f"{moment(e.created_at)}  {seal}{signer}{alone}", t)
     return "\n".join(lines) + ("\n" if lines else "(no generations)\n")
 
 

@@ -243,6 +243,9 @@ def _astray(generation: int, restored: Restored, layout: ThreadDir) -> str:
             f"holds generation {generation}, behind generation {restored.generation} ({where}), which a restore "
             "returns: `handoff doctor --repair` rewrites it"
         )
+    pinned = next((p for p in restored.problems if f"generation {generation} (" in p and "is not trusted" in p), None)
+    if pinned is not None:  # the folder is pinned to signed generations, and no trusted key signed this one
+        return f"not trusted, and passed over: {pinned.split(' is not trusted: ', 1)[1]}"
     return (
         f"holds generation {generation}, but a restore returns generation {restored.generation} ({where}): "
         "`handoff doctor` says why"

@@ -251,3 +251,22 @@ def test_a_pin_forgotten_by_another_process_is_forgotten_here_at_once(
     )
     assert done.returncode == 0, done.stderr
     assert pin_of(tmp_path / "t") is None
+
+
+def test_history_and_trust_list_say_the_pin_and_mark_an_unsigned_generation(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "alice's"})
+    HandoffStore(tmp_path / "t", signing_key=False).save({"narrative": "slipped in"})
+    capsys.readouterr()
+    assert main(["history", str(tmp_path / "t")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("pinned to signed generations since ")
+    assert "handoff.json" in lines[1]
+    assert "BAD: not trusted, and passed over: unsigned (the folder is pinned to signed generations" in lines[1]
+    assert lines[2].endswith("unsigned")
+    assert lines[3].endswith(f"signed by {PRINCIPAL}")
+    assert main(["trust", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "pinned to signed generations:" in out
+    assert f"thread t: saved generation 1, signed by {PRINCIPAL}" in out
