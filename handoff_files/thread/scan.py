@@ -144,7 +144,7 @@ def verify_document(path: Path, entry: Entry, document: dict[str, Any] | None) -
     return handoff, None
 
 
-def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:
+def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:  # noqa: PLR0912 -- the ladder's rungs, read in one place
     """Find the newest verified generation of this thread among the primary and ``history/``, newest first."""
     problems: list[str] = []
     history = thread.layout.generations()
@@ -179,6 +179,10 @@ def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:
             problems.append(foreign)
             foreigners.append(generation)
             continue
+        fork = _fork(handoff, path, primary if sealed_primary else None)
+        if fork is not None:
+            problems.append(fork)
+            continue
         if primary is not None and not sealed_primary:
             problems.append(
                 f"{primary_path.name} is an older-version file (generation {primary.generation}); "
@@ -207,6 +211,20 @@ def _scan_files(thread: ThreadSettings, identity: Identity) -> Scan:
         )
     return _found(
         None, highest=highest, history=history, foreigners=foreigners, state=state, problems=tuple(problems), edit=edit
+    )
+
+
+def _fork(handoff: Handoff, path: Path, primary: Restored | None) -> str | None:
+    """Why a ``history/`` copy one generation past the sealed *primary* does not follow it (its parent is
+    not the primary's seal: a fork, or a copy from elsewhere), or None."""
+    if primary is None or handoff.generation != primary.handoff.generation + 1:
+        return None
+    follows = str(primary.handoff.seal)
+    if handoff.parent == follows:
+        return None
+    return (
+        f"{HISTORY_DIR}/{path.name} does not follow {primary.path.name}'s generation {primary.handoff.generation} "
+        f"(its parent is {handoff.parent}, not {follows}): a fork, or a copy from elsewhere; passed over"
     )
 
 
