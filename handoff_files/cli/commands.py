@@ -380,7 +380,10 @@ def cmd_history(args: argparse.Namespace) -> str:
     entries = store.history()
     if args.json:
         return to_json([dataclasses.asdict(e) for e in entries])
-    held = pin_of(store.path)
+    try:
+        held = pin_of(store.path)
+    except HandoffError:  # a record that cannot be read: the list is the library's, as a restore gives it
+        held = None
     if held is None:
         return history_table(entries)
     head = f"pinned to signed generations since {held.pinned_at}: a generation no trusted key signed is passed over\n"

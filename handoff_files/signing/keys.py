@@ -133,12 +133,18 @@ def configured_key() -> Path | None:
     """The signing key the user's configuration names: ``$HANDOFF_FILES_SIGNING_KEY``, else
     ``signing_key`` in ``config.toml``, else :func:`default_key_path` if that file exists; None if none does.
 
+    With no home directory there is no configuration folder, so no configured key (None).
+
     :raises HandoffParseError: if ``config.toml`` is not TOML, or its ``signing_key`` not a string.
+    :raises SigningKeyError: if the path it names starts with a ``~`` that cannot be expanded.
     """
     named = os.environ.get(KEY_ENV)
     if named:
-        return Path(named).expanduser()
-    config = config_dir() / CONFIG_NAME
+        return _expanded(named, f"${KEY_ENV}")
+    try:
+        config = config_dir() / CONFIG_NAME
+    except RuntimeError:  # no home directory, and no $XDG_CONFIG_HOME
+        return None
     try:
         data, _ = read_bytes(config, _MAX_CONFIG)
     except HandoffNotFoundError:
@@ -161,7 +167,15 @@ def configured_key() -> Path | None:
         found = str(value).lower() if isinstance(value, bool) else repr(value)  # TOML spells false so
         msg = f"signing_key must be a key file's path in quotes, not {found}"
         raise HandoffParseError(config, msg)
-    return Path(value).expanduser()
+    return _expanded(value, f"signing_key in {config}")
+
+
+def _expanded(path: str, named_by: str) -> Path:
+    try:
+        return Path(path).expanduser()
+    except RuntimeError as exc:  # "~someone" with no such user, or "~" with no home directory
+        msg = f"{named_by} names it, and its '~' cannot be expanded here ({exc})"
+        raise SigningKeyError(path, msg) from exc
 
 
 def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:

@@ -31,7 +31,10 @@ __all__ = ["PIN_NAME", "Pin", "PinRecordError", "pin", "pin_of", "pinned_threads
 #: The record's file name, beside the acknowledgement key.
 PIN_NAME: Final = "pinned-threads"
 _REDO: Final = "restore your signed threads again (each pins itself when read)"
-_SEEN: dict[str, Any] = {}  # the record last read in this process, and its identity on disk
+#: the record last read in this process: its identity on disk, and its pins by folder
+_SEEN: tuple[tuple[Any, ...], dict[str, Pin]] | None = None
+#: the most entries the record keeps (the oldest go first: a record past the read limit would hold none)
+MAX_PINS: Final = 10_000
 
 
 class PinRecordError(HandoffError):
@@ -75,24 +78,33 @@ def pinned_threads() -> list[Pin]:
 def pin_of(thread: str | os.PathLike[str]) -> Pin | None:
     """The pin on the folder *thread*, whatever thread it holds now, or None. Reads only.
 
+    The folder is looked up by its real path and by its path as given: a pinned folder replaced by a
+    symbolic link to another is still held.
+
     :raises PinRecordError: as :func:`pinned_threads`.
     """
-    record = pins_path()
+    global _SEEN  # noqa: PLW0603 -- one reference, swapped whole: threads never see it half made
+    try:
+        record = pins_path()
+    except RuntimeError:  # no home directory: no state folder, so no pin was ever recorded
+        return None
     try:
         st = os.lstat(record)
-    except FileNotFoundError:  # the usual case, on every restore: one stat, nothing parsed
+    except (FileNotFoundError, PermissionError):  # the usual case (one stat, nothing parsed); or not this user's
         return None
     except OSError as exc:
         raise PinRecordError(record, f"cannot look at the record: {exc.strerror or exc}") from exc
     # every write renames a new file into place (a new inode), a chmod changes ctime: unchanged, nothing to read again
     seen = (os.fspath(record), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-    if _SEEN.get("record") != seen:
-        _SEEN.clear()
-        _SEEN["pins"] = _read(record)
-        _SEEN["record"] = seen
-    folder = os.path.realpath(thread)
-    pins: list[Pin] = _SEEN["pins"]
-    return next((entry for entry in reversed(pins) if entry.path == folder), None)
+    cached = _SEEN
+    if cached is None or cached[0] != seen:
+        cached = (seen, {entry.path: entry for entry in _read(record)})  # the newest entry of a path wins
+        _SEEN = cached
+    by_path = cached[1]
+    for name in (os.path.realpath(thread), os.path.abspath(thread)):  # noqa: PTH100 -- the name as given
+        if name in by_path:
+            return by_path[name]
+    return None
 
 
 def pin(thread: str | os.PathLike[str], thread_id: str, first_seal: str | None, *, how: str) -> Pin:
@@ -103,11 +115,13 @@ def pin(thread: str | os.PathLike[str], thread_id: str, first_seal: str | None, 
     :param first_seal: the seal of the thread's generation 1, if known (it tells a thread made anew).
     :raises PinRecordError: if the record cannot be read or written.
     """
-    entry = Pin(os.path.realpath(thread), thread_id, first_seal, iso_z(timespec="seconds"), how)
+    names = {os.path.realpath(thread), os.path.abspath(thread)}  # noqa: PTH100 -- the name as given, too
+    entries = [Pin(name, thread_id, first_seal, iso_z(timespec="seconds"), how) for name in sorted(names)]
     with locked(pins_path(), PinRecordError) as path:
-        kept = [old for old in _read(path) if old.path != entry.path]
-        write_entries(path, "threads", [old.to_json() for old in [*kept, entry]])
-    return entry
+        kept = [old for old in _read(path) if old.path not in names]
+        kept = [*kept, *entries][-MAX_PINS:]
+        write_entries(path, "threads", [old.to_json() for old in kept])
+    return entries[0]
 
 
 def unpin(thread: str | os.PathLike[str]) -> bool:
@@ -116,10 +130,10 @@ def unpin(thread: str | os.PathLike[str]) -> bool:
     :returns: whether it was pinned.
     :raises PinRecordError: if the record cannot be read or written.
     """
-    folder = os.path.realpath(thread)
+    names = {os.path.realpath(thread), os.path.abspath(thread)}  # noqa: PTH100 -- the name as given, too
     with locked(pins_path(), PinRecordError) as path:
         entries = _read(path)
-        kept = [old for old in entries if old.path != folder]
+        kept = [old for old in entries if old.path not in names]
         if len(kept) == len(entries):
             return False
         write_entries(path, "threads", [old.to_json() for old in kept])

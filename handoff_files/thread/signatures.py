@@ -209,9 +209,12 @@ class SignerCheck:
             return None
         from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
 
-        path = self._path if self._path is not None else default_allowed_signers()
-        trusted, revoked, unreadable = self._files(path)
         signed = sshsig.parse(seal.signature, where)
+        try:
+            path = self._path if self._path is not None else default_allowed_signers()
+        except RuntimeError as exc:  # a "~" that cannot be expanded, or no home directory
+            return SignatureReport(signed.fingerprint, None, f"no allowed_signers can be found: {exc}", Path())
+        trusted, revoked, unreadable = self._files(path)
         if trusted is None:
             return SignatureReport(signed.fingerprint, None, unreadable, path)
         at = handoff.created_at if handoff.created_at.tzinfo is not None else handoff.created_at.replace(tzinfo=dt.UTC)

@@ -25,11 +25,12 @@ from handoff_files.thread.signatures import SignatureReport, SignerCheck, verifi
 __all__ = ["after_save", "signing_policy"]
 
 _RESET: Final = "`handoff trust THREAD --reset` forgets the pin if this is expected"
-#: (real path, thread id) pairs whose pin this process has taken or checked: a signed save checks once
-_KNOWN_PINNED: set[tuple[str, str]] = set()
+#: (folder, key fingerprint, allowed_signers) a signed save found untrusted: not looked up again in this process
+_UNTRUSTED: set[tuple[str, str, str]] = set()
 #: generation 1's seal by its history/ file's identity (path, device, inode, size, mtime and ctime in ns)
 _FIRST_SEALS: dict[tuple[str, int, int, int, int, int], str | None] = {}
 _KEEP: Final = 256
+_UNKNOWN: Final = object()
 
 
 def signing_policy(
@@ -68,29 +69,32 @@ def signing_policy(
 def after_save(
     receipt: SaveReceipt, layout: ThreadDir, thread_id: str | None, *, allowed_signers: Path | None
 ) -> SaveReceipt:
-    """After a save: pin the thread if a key ``allowed_signers`` trusts signed it (checked once per process
-    and thread); say in the receipt when the folder is pinned and this save's generation is unsigned, so
-    that every restore will pass it over.
+    """After a save: pin the thread if a key ``allowed_signers`` trusts signed it; say in the receipt when
+    the folder is pinned and this save's generation is unsigned, so that every restore will pass it over.
 
+    A pinned folder costs a signed save one ``stat`` (and the record, when it changed); an unpinned one a
+    read of the generation and a look in ``allowed_signers``, once per process for a key they do not trust.
     A pin that cannot be written is said in the receipt's ``problems``; it never fails the save.
     """
     if receipt.signed_by is None:
         return _unsigned_into_pinned(receipt, layout)
-    known = (os.path.realpath(layout.path), thread_id or "")
-    if thread_id is None or known in _KNOWN_PINNED:
-        return receipt
     problems: list[str] = []
+    untrusted = (os.path.realpath(layout.path), receipt.signed_by, os.fspath(allowed_signers or ""))
+    if thread_id is None or untrusted in _UNTRUSTED or _pin(layout, None, problems) is not None:
+        return receipt
     try:
-        handoff = load(layout.history_dir / _name(layout, receipt.generation), follow_symlinks=False, origin="store")
+        path = layout.history_dir / _name(layout, receipt.generation)
+        handoff = verified(load(path, follow_symlinks=False, origin="store"), path)
     except (HandoffError, LookupError):
         try:  # a journal-first save's history/ copy may be unwritten: the primary holds it too
-            handoff = load(receipt.path, follow_symlinks=False, origin="store")
+            handoff = verified(load(receipt.path, follow_symlinks=False, origin="store"), receipt.path)
         except HandoffError:
             return receipt  # the next restore pins it, from whichever copy verifies
     report = SignerCheck(allowed_signers).report(handoff, receipt.path)
-    if report is not None and report.trusted and _pin(layout, handoff, problems) is None:
+    if report is not None and report.trusted:
         _take_pin(layout, handoff, f"saved generation {handoff.generation}, signed by {report.principal}", problems)
-    _KNOWN_PINNED.add(known)  # checked: this process's next signed saves of it pay nothing (a restore re-checks)
+    elif len(_UNTRUSTED) < _KEEP:
+        _UNTRUSTED.add(untrusted)  # this key is not trusted here: its next saves in this process skip the look
     if not problems:
         return receipt
     return dataclasses.replace(receipt, problems=(*receipt.problems, *problems))
@@ -114,16 +118,17 @@ def _name(layout: ThreadDir, generation: int) -> str:
     return dict(layout.generations())[generation]
 
 
-def _pin(layout: ThreadDir, handoff: Handoff, problems: list[str]) -> Pin | None:
-    """The pin on this folder, whatever thread it holds now (a thread made anew stays held), or None."""
+def _pin(layout: ThreadDir, handoff: Handoff | None, problems: list[str]) -> Pin | None:
+    """The pin on this folder, whatever thread it holds now (a thread made anew stays held), or None.
+
+    A record that is there but cannot be used (not private, damaged) is said: it may hold this
+    folder's pin. A state folder this user cannot even look into holds no pin of theirs.
+    """
     try:
-        held = pin_of(layout.path)
+        return pin_of(layout.path)
     except HandoffError as exc:
         problems.append(f"the record of pinned threads cannot be read, so no pin is applied: {exc}")
         return None
-    if held is not None:
-        _KNOWN_PINNED.add((held.path, handoff.thread_id))
-    return held
 
 
 def _anew(held: Pin, layout: ThreadDir, handoff: Handoff) -> str | None:
@@ -138,11 +143,10 @@ def _anew(held: Pin, layout: ThreadDir, handoff: Handoff) -> str | None:
 
 def _take_pin(layout: ThreadDir, handoff: Handoff, how: str, problems: list[str]) -> None:
     try:
-        taken = pin(layout.path, handoff.thread_id, _first_seal(layout, handoff), how=how)
+        pin(layout.path, handoff.thread_id, _first_seal(layout, handoff), how=how)
     except (HandoffError, OSError) as exc:
         problems.append(f"the thread could not be pinned to signed generations: {exc}")
         return
-    _KNOWN_PINNED.add((taken.path, taken.thread_id))
 
 
 def _first_seal(layout: ThreadDir, handoff: Handoff) -> str | None:
@@ -158,8 +162,9 @@ def _first_seal(layout: ThreadDir, handoff: Handoff) -> str | None:
     except OSError:
         return None
     seen = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if seen in _FIRST_SEALS:  # the same file verified before: a pinned thread's restore loads it once
-        return _FIRST_SEALS[seen]
+    known = _FIRST_SEALS.get(seen, _UNKNOWN)  # one lookup: another thread may empty the cache meanwhile
+    if known is not _UNKNOWN:  # the same file verified before: a pinned thread's restore loads it once
+        return known if isinstance(known, str) else None
     try:
         first = verified(load(path, follow_symlinks=False, origin="store"), path)
     except HandoffError:
@@ -176,6 +181,7 @@ def _newest_trusted(
 ) -> Restored:
     """The newest generation in ``history/`` (not newer than *restored*'s) that a trusted key signed."""
     newest = restored.handoff.generation
+    own = held.thread_id if held is not None else restored.handoff.thread_id  # another thread's never stands in
     skipped: list[int] = []
     for generation, name in layout.generations():  # newest first
         if generation > newest:
@@ -187,7 +193,7 @@ def _newest_trusted(
             skipped.append(generation)
             continue
         report: SignatureReport | None = checker.report(handoff, path)
-        if report is not None and report.trusted and handoff.generation == generation:
+        if report is not None and report.trusted and handoff.generation == generation and handoff.thread_id == own:
             if skipped:
                 listed = ", ".join(map(str, skipped))
                 problems.append(f"history/'s generation(s) {listed} passed over too: not signed by a trusted key")

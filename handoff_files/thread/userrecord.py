@@ -83,6 +83,14 @@ def read_entries(path: Path, field: str, error: type[HandoffError], redo: str) -
 
 
 def write_entries(path: Path, field: str, entries: list[dict[str, Any]], *, sync: bool = True) -> None:
-    """Rewrite the record at *path* with *entries* under *field*, atomically (and durably unless not *sync*)."""
-    document = {"version": _VERSION, field: entries}
-    write_durable(path, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n", sync=sync, mode=0o600)
+    """Rewrite the record at *path* with *entries* under *field*, atomically (and durably unless not *sync*).
+
+    The oldest entries are dropped while the record would be past the size :func:`read_entries` reads:
+    a record too large to read would hold nothing.
+    """
+    while True:
+        data = orjson.dumps({"version": _VERSION, field: entries}, option=orjson.OPT_INDENT_2) + b"\n"
+        if len(data) <= _LIMIT or not entries:
+            break
+        entries = entries[max(1, len(entries) // 10) :]
+    write_durable(path, data, sync=sync, mode=0o600)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff_files import HandoffStore, UntrustedSignerError
+from handoff_files import HandoffStore, UntrustedSignerError, load
 from handoff_files.cli.main import main
 from handoff_files.format.seal import self_check
 from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
@@ -158,6 +158,7 @@ def test_a_thread_made_anew_in_a_pinned_folder_stays_held_until_reset_or_signed(
     held = pin_of(folder)
     assert held is not None
     assert held.thread_id == (thread_id or "t")
+    assert held.first_seal == str(load(folder / "history" / "00000001.json").seal), "the pin moved to the new thread"
 
 
 def test_a_pin_record_others_can_write_is_said_not_obeyed(tmp_path: Path, alice: SigningKey) -> None:
@@ -270,3 +271,75 @@ def test_history_and_trust_list_say_the_pin_and_mark_an_unsigned_generation(
     out = capsys.readouterr().out
     assert "pinned to signed generations:" in out
     assert f"thread t: saved generation 1, signed by {PRINCIPAL}" in out
+
+
+def test_a_pinned_folder_replaced_by_a_symbolic_link_is_still_held(tmp_path: Path, alice: SigningKey) -> None:
+    folder = tmp_path / "p" / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "alice's"})
+    elsewhere = tmp_path / "p" / ".evil" / "t"
+    HandoffStore(elsewhere, signing_key=False).save({"narrative": "evil"})
+    shutil.rmtree(folder)
+    folder.symlink_to(elsewhere)
+    with pytest.raises(UntrustedSignerError):
+        HandoffStore(folder).restore()
+
+
+def test_another_threads_trusted_generation_never_stands_in_for_this_one(tmp_path: Path, alice: SigningKey) -> None:
+    folder = tmp_path / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "t's 1"})
+    other = HandoffStore(tmp_path / "x", signing_key=alice)
+    for n in range(1, 6):
+        other.save({"narrative": f"x's {n}"})
+    shutil.copyfile(tmp_path / "x" / "history" / "00000005.json", folder / "history" / "00000005.json")
+    HandoffStore(folder, signing_key=False).save({"narrative": "slipped in"})
+    restored = HandoffStore(folder).restore()
+    assert restored.handoff.narrative == "t's 1"
+
+
+def test_a_signed_save_pins_again_after_a_reset_in_the_same_process(tmp_path: Path, alice: SigningKey) -> None:
+    store = HandoffStore(tmp_path / "t", signing_key=alice)
+    store.save({"narrative": "one"})
+    assert unpin(tmp_path / "t")
+    store.save({"narrative": "two"})
+    assert pin_of(tmp_path / "t") is not None
+
+
+def test_restores_racing_pin_changes_in_threads_raise_nothing_but_handoff_errors(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    import threading
+
+    HandoffStore(tmp_path / "u", signing_key=False).save({"narrative": "unsigned"})
+    errors: list[BaseException] = []
+
+    def restores() -> None:
+        try:
+            for _ in range(150):
+                HandoffStore(tmp_path / "u").restore()
+        except BaseException as exc:
+            errors.append(exc)
+
+    readers = [threading.Thread(target=restores) for _ in range(3)]
+    for reader in readers:
+        reader.start()
+    for n in range(30):  # each signed save into a new folder rewrites the record
+        HandoffStore(tmp_path / f"s{n}", signing_key=alice).save({"narrative": "signed"})
+    for reader in readers:
+        reader.join()
+    assert errors == []
+
+
+def test_a_tilde_that_cannot_be_expanded_is_one_line_not_a_traceback(
+    tmp_path: Path, alice: SigningKey, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HANDOFF_FILES_ALLOWED_SIGNERS", "~no-such-user-here/allowed_signers")
+    HandoffStore(tmp_path / "t", signing_key=alice).save({"narrative": "signed"})  # no one trusted: no pin
+    assert main(["show", str(tmp_path / "t")]) == 0
+    assert "no allowed_signers can be found" in capsys.readouterr().out
+    monkeypatch.setenv("HANDOFF_FILES_SIGNING_KEY", "~no-such-user-here/key")
+    content = tmp_path / "c.json"
+    content.write_text('{"narrative": "x"}', encoding="utf-8")
+    assert main(["save", str(tmp_path / "u"), str(content)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "$HANDOFF_FILES_SIGNING_KEY names it, and its '~' cannot be expanded here" in err
