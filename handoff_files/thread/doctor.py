@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from handoff_files.format.loader import load
@@ -21,6 +22,7 @@ from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
 from handoff_files.thread.locate import thread_of
 from handoff_files.thread.mirror import primary_stamp, read_mirror
 from handoff_files.thread.notes import ever_saved
+from handoff_files.thread.pins import pin_of
 from handoff_files.thread.repair import (
     Copy,
     format_of,
@@ -30,7 +32,7 @@ from handoff_files.thread.repair import (
     rewrite,
     saved_bytes,
 )
-from handoff_files.thread.signatures import verified
+from handoff_files.thread.signatures import SignerCheck, verified
 from handoff_files.thread.store import HandoffStore
 from handoff_files.thread.upkeep import check_modes, check_temps
 
@@ -126,10 +128,18 @@ def _check_generations(
     """
     verified, damaged = history_copies(store.layout)
     primary, primary_problem = _read_primary(store)
+    untrusted, pinned = _untrusted_under_pin(store)
+    for generation, copy in list(verified.items()):
+        if (why := untrusted(copy.handoff)) is not None:  # a pinned folder: an untrusted copy is no copy
+            damaged[generation] = (copy.path, f"{copy.label} {why}")
+            del verified[generation]
+    if primary is not None and (why := untrusted(primary)) is not None:
+        primary, primary_problem = None, f"{store.primary.name} {why}"
     sealed = None if primary is None or primary.seal is None else Copy(primary, store.primary, store.primary.name)
     floor = max([*verified, sealed.generation if sealed else 0])
     # a verified copy of each generation, from history/ first, then the primary, then the journal
     copies, unusable = journal_copies(store, floor, damaged)
+    copies = {g: copy for g, copy in copies.items() if untrusted(copy.handoff) is None}
     advice = "that save was never acknowledged, or its document is lost"
     findings += [Finding("warning", what, advice, kind="journal") for g, what in unusable if g not in unsealed]
     copies |= {sealed.generation: sealed} if sealed else {}
@@ -148,6 +158,12 @@ def _check_generations(
         rebuild = f"{suggest('handoff', 'seal', store.path)} seals the rebuilt handoff (state exact) as generation"
         advice = SAVER_LOST if thread_kind(store.layout) == LANGGRAPH else f"{rebuild} {ahead + 1}"
         what = f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost"
+        if pinned:  # its files are here, but no trusted key signed them: never rebuild it into a generation
+            what = f"{MIRROR_NAME} mirrors generation {ahead}, which no trusted key signed (pinned since {pinned})"
+            advice = (
+                f"a restore returns generation {newest.generation}; save a signed generation on top, or "
+                f"{suggest('handoff', 'trust', store.path, '--reset')} if generation {ahead} is yours"
+            )
         findings.append(Finding(repairing.unrepairable(), what, advice, kind="mirror"))
         newest = None
     start = len(findings)
@@ -157,6 +173,27 @@ def _check_generations(
     _check_mirror(store, newest, findings, repairing)
     _tag(findings, start, "mirror")
     return newest
+
+
+def _untrusted_under_pin(store: HandoffStore) -> tuple[Callable[[Handoff], str | None], str | None]:
+    """On a folder pinned to signed generations, why a generation is not trusted (None: it is), and since
+    when it is pinned; elsewhere, never (and None)."""
+    try:
+        held = pin_of(store.path)
+    except HandoffError:
+        held = None
+    if held is None:
+        return (lambda _: None), None
+    checker = SignerCheck()  # the user's allowed_signers, as a restore of the thread named by its path reads it
+
+    def why(handoff: Handoff) -> str | None:
+        report = checker.report(handoff, store.path)
+        if report is not None and report.trusted:
+            return None
+        said = "unsigned" if report is None else report.describe().removeprefix("not trusted: ")
+        return f"is not trusted ({said}), and the folder is pinned to signed generations since {held.pinned_at}"
+
+    return why, held.pinned_at
 
 
 def _read_primary(store: HandoffStore) -> tuple[Handoff | None, str]:

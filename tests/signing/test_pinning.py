@@ -343,3 +343,25 @@ def test_a_tilde_that_cannot_be_expanded_is_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "$HANDOFF_FILES_SIGNING_KEY names it, and its '~' cannot be expanded here" in err
+
+
+def test_doctor_on_a_pinned_folder_reports_untrusted_copies_and_never_repairs_from_them(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    from handoff_files.thread.doctor import examine
+
+    folder = tmp_path / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "alice's"})
+    HandoffStore(folder, signing_key=False).save({"narrative": "slipped in"})
+    (folder / "history" / "00000002.json").unlink()  # a repair must not write it back from the primary
+    findings = examine(folder, repair=True)
+    assert not (folder / "history" / "00000002.json").exists()
+    said = " ".join(f.what for f in findings if f.level != "ok")
+    assert "handoff.json is not trusted (unsigned), and the folder is pinned to signed generations" in said
+    assert "state.json mirrors generation 2, which no trusted key signed" in said
+    unpinned = tmp_path / "u"
+    HandoffStore(unpinned, signing_key=False).save({"narrative": "one"})
+    HandoffStore(unpinned, signing_key=False).save({"narrative": "two"})
+    (unpinned / "history" / "00000002.json").unlink()
+    examine(unpinned, repair=True)
+    assert (unpinned / "history" / "00000002.json").exists(), "an unpinned thread is repaired as before"
