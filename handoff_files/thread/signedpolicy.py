@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
@@ -22,7 +22,7 @@ from handoff_files.thread.pins import Pin, pin, pin_of
 from handoff_files.thread.results import Restored, SaveReceipt
 from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
 
-__all__ = ["after_save", "signing_policy"]
+__all__ = ["after_save", "edit_sealer", "signing_policy"]
 
 _RESET: Final = "`handoff trust THREAD --reset` forgets the pin if this is expected"
 #: (folder, key fingerprint, allowed_signers) a signed save found untrusted: not looked up again in this process
@@ -30,6 +30,7 @@ _UNTRUSTED: set[tuple[str, str, str]] = set()
 #: generation 1's seal by its history/ file's identity (path, device, inode, size, mtime and ctime in ns)
 _FIRST_SEALS: dict[tuple[str, int, int, int, int, int], str | None] = {}
 _KEEP: Final = 256
+_T = TypeVar("_T")
 _UNKNOWN: Final = object()
 
 
@@ -98,6 +99,17 @@ def after_save(
     if not problems:
         return receipt
     return dataclasses.replace(receipt, problems=(*receipt.problems, *problems))
+
+
+def edit_sealer(layout: ThreadDir, seal: _T) -> _T | None:
+    """*seal* (the store's way to seal a person's edit), unless the folder is pinned to signed generations:
+    there an edit is never sealed, and signed, without a person asking (``handoff seal``) — whoever can
+    write the folder can make one."""
+    try:
+        held = pin_of(layout.path)
+    except HandoffError:
+        return None  # a record that cannot be read may hold this folder's pin
+    return seal if held is None else None
 
 
 def _unsigned_into_pinned(receipt: SaveReceipt, layout: ThreadDir) -> SaveReceipt:

@@ -28,7 +28,7 @@ from handoff_files.thread.migration import migrate_file
 from handoff_files.thread.notes import check_note, ever_saved
 from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
 from handoff_files.thread.settings import DURABILITIES, Durability, ThreadSettings, check_durability
-from handoff_files.thread.signedpolicy import after_save, signing_policy
+from handoff_files.thread.signedpolicy import after_save, edit_sealer, signing_policy
 from handoff_files.thread.trust import remember_created
 
 if TYPE_CHECKING:
@@ -345,9 +345,8 @@ class HandoffStore:
     def restore(self, *, accept_edit: bool = False) -> Restored:
         """Return the newest verified generation, climbing down the recovery ladder if need be.
 
-        A copy whose signature does not verify over its seal is damaged, and passed over as one;
-        ``signature`` says who signed the generation returned, as ``allowed_signers`` sees it. On a
-        thread pinned to signed generations (docs/signing.md), the newest one a trusted key signed.
+        A copy whose signature does not verify is damaged; ``signature`` says who signed the one returned
+        (docs/signing.md); on a folder pinned to signed generations, the newest a trusted key signed.
 
         The ladder: the primary (migrated if old), cross-checked against ``state.json`` and the
         journal's last save → the newest verified generation in ``history/`` → a rebuild from
@@ -355,12 +354,13 @@ class HandoffStore:
         ``source="rebuilt"``). ``problems`` names what was wrong and what was lost. Never returns
         ``None`` or unverified data; never writes in the thread (a pin is recorded outside it), unless
         *accept_edit* is True and the primary is a person's valid, unsealed edit: then the edit is
-        sealed as the next generation first.
+        sealed as the next generation first (never on a pinned folder: ``handoff seal`` does it there).
 
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
         :raises UntrustedSignerError: if it is pinned and no generation a trusted key signed is left.
         """
-        restored = recovery.restore(self._thread, seal_edit=self.seal if accept_edit else None)
+        sealer = edit_sealer(self.layout, self.seal) if accept_edit else None
+        restored = recovery.restore(self._thread, seal_edit=sealer)
         restored = signing_policy(restored, self.layout, allowed_signers=self._allowed, require_signed=self._signed)
         if lexists(self.layout.transferred):
             closed = f"this thread was transferred (see {TRANSFERRED_NAME}) and is closed: continue in the target"

@@ -21,7 +21,9 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.thread.layout import PRIMARY_NAMES
 from handoff_files.thread.mirror import primary_stamp
+from handoff_files.thread.pins import pin_of
 from handoff_files.thread.results import Restored
+from handoff_files.thread.signatures import verified
 from handoff_files.thread.store import HandoffStore
 from handoff_files.watchers.observer import DEFAULT_RESCAN, start_observer, stop_observer
 
@@ -206,34 +208,55 @@ class Watcher:
                 self._report(exc)
                 return
         path = store.primary
+        pinned = _pinned(self.path)
         try:
-            handoff = load(path, follow_symlinks=False, written=primary_stamp(store.layout.mirror))
+            handoff = verified(load(path, follow_symlinks=False, written=primary_stamp(store.layout.mirror)), path)
         except UnsealedEditError as exc:
-            if exc.handoff is None:
-                self._report(exc)
-            else:
-                self._error = None
-                self._offer_edit(exc.handoff, exc.reason, path)
+            self._edited(exc, path, pinned=pinned)
             return
         except HandoffError as exc:
             self._primary_failed(store, exc)
             return
         self._error = None
         if handoff.seal is None:  # an older version migrated in memory: verified by its own checksum
-            current = self._current
-            if current is not None and current.handoff == handoff:
-                return
-            if handoff.generation <= self._sealed[0]:  # generations only grow, whatever the file's version
-                msg = (
-                    f"holds an older-version handoff of generation {handoff.generation}, but generation "
-                    f"{self._sealed[0]} was already delivered; kept generation {self._sealed[0]}"
-                )
-                self._report(HandoffError(path, msg))
-                return
-            note = "an older version, migrated in memory; `handoff migrate` rewrites it as a sealed generation"
-            self._deliver(Restored(handoff, "primary", path, (note,)))
+            self._offer_migrated(handoff, path)
+        elif pinned:  # the restore applies the pin: what it returns is what counts
+            self._offer_pinned(store)
+        else:
+            self._offer_sealed(Restored(handoff, "primary", path))
+
+    def _offer_migrated(self, handoff: Handoff, path: Path) -> None:
+        """An older version's primary, migrated in memory: delivered unless generation numbers would go back."""
+        current = self._current
+        if current is not None and current.handoff == handoff:
             return
-        self._offer_sealed(Restored(handoff, "primary", path))
+        if handoff.generation <= self._sealed[0]:  # generations only grow, whatever the file's version
+            msg = (
+                f"holds an older-version handoff of generation {handoff.generation}, but generation "
+                f"{self._sealed[0]} was already delivered; kept generation {self._sealed[0]}"
+            )
+            self._report(HandoffError(path, msg))
+            return
+        note = "an older version, migrated in memory; `handoff migrate` rewrites it as a sealed generation"
+        self._deliver(Restored(handoff, "primary", path, (note,)))
+
+    def _edited(self, exc: UnsealedEditError, path: Path, *, pinned: bool) -> None:
+        """A person's edit of the primary: handed on (``edited=True``), unless the folder is pinned."""
+        if exc.handoff is None:
+            self._report(exc)
+        elif pinned:  # nobody's signature is on a person's edit: on a pinned folder it is not handed on
+            msg = f"{exc.reason}; not handed on: the folder is pinned to signed generations (`handoff seal` signs it)"
+            self._report(HandoffError(path, msg))
+        else:
+            self._error = None
+            self._offer_edit(exc.handoff, exc.reason, path)
+
+    def _offer_pinned(self, store: HandoffStore) -> None:
+        """On a pinned folder: offer what a restore returns (the newest generation a trusted key signed)."""
+        try:
+            self._offer_sealed(store.restore())
+        except HandoffError as exc:
+            self._report(exc)
 
     def _offer_sealed(self, restored: Restored) -> None:
         generation, seal = restored.generation, str(restored.handoff.seal)
@@ -362,3 +385,11 @@ def watch(
     watcher = Watcher(store, on_change, on_error, debounce, rescan)
     watcher._start()
     return watcher
+
+
+def _pinned(folder: Path) -> bool:
+    """Whether *folder* is pinned to signed generations (a record that cannot be read: the restore says so)."""
+    try:
+        return pin_of(folder) is not None
+    except HandoffError:
+        return False

@@ -428,3 +428,33 @@ def test_watch_refuses_a_missing_directory_and_bad_timings(tmp_path: Path, threa
 def test_importing_the_package_does_not_import_watchdog(python: str, subprocess_env: dict[str, str]) -> None:
     code = "import sys, handoff_files; assert 'watchdog' not in sys.modules, 'watchdog imported'"
     subprocess.run([python, "-c", code], env=subprocess_env, check=True, timeout=60)
+
+
+def test_on_a_pinned_folder_the_watcher_hands_on_only_trusted_generations(
+    thread_dir: Path, recorder: Recorder, watchers: list[Watcher], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unsigned save, a forged signature and a person's edit: none replaces the signed context."""
+    from handoff_files.signing.keys import allowed_signers_line, create_key
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HANDOFF_FILES_KEY", str(tmp_path / "state" / "ack.key"))
+    key = create_key(tmp_path / "alice")
+    trust = tmp_path / "config" / "handoff-files" / "allowed_signers"
+    trust.parent.mkdir(parents=True)
+    trust.write_text(allowed_signers_line(key, "alice@example.com") + "\n", encoding="utf-8")
+    HandoffStore(thread_dir, signing_key=key).save(layers("Alice's."))  # signed by a trusted key: pinned
+    watcher = start(watchers, thread_dir, recorder, rescan=0.05)
+    HandoffStore(thread_dir, signing_key=False).save(layers("Slipped in."))
+    assert recorder.wait(lambda r: len(r.changes) >= 1 and r.narratives()[-1] == "Alice's.", WAIT)
+    time.sleep(0.3)  # several rescans: the unsigned generation is never handed on
+    assert "Slipped in." not in recorder.narratives()
+    current = watcher.current
+    assert current is not None
+    assert current.handoff.narrative == "Alice's."
+    assert current.signature is not None
+    assert current.signature.principal == "alice@example.com"
+    store = HandoffStore(thread_dir)
+    edit(store.primary, "Slipped in.", "Edited by someone.", how="rename")
+    assert recorder.wait(lambda r: any("not handed on: the folder is pinned" in e.reason for e in r.errors), WAIT)
+    assert store.restore(accept_edit=True).handoff.narrative == "Alice's."  # never sealed (and signed) unasked
+    assert len(list((thread_dir / "history").iterdir())) == 2
