@@ -87,4 +87,4 @@ def _signer(entry: CheckedGeneration) -> str:
         return "unsigned"
     if entry.signature.principal is not None:
         return f"signed by {entry.signature.principal}"
-    return f"NOT TRUSTED: {entry.signature.describe().removeprefix('not trusted: ')}"
+    return f"NOT TRUSTED: {entry.signature.distrust}"

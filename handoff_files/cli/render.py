@@ -126,7 +126,7 @@ def _head(restored: Restored, transferred: Mapping[str, Any] | None, t: Terminal
     if signed is not None and signed.trusted:
         out += fit("", signed.describe(), t, "  ")
     elif signed is not None:  # said plainly, first thing: this story is not from anyone the user trusts
-        said = signed.describe().removeprefix("not trusted: ")
+        said = signed.distrust
         out += highlight(fit("", f"NOT TRUSTED: {said}", t, "  "), 0, "NOT TRUSTED", "bad", t)
     if transferred is not None:
         thread = f" (thread {transferred['thread_id']})" if transferred.get("thread_id") else ""

@@ -32,7 +32,7 @@ from handoff_files.thread.repair import (
     rewrite,
     saved_bytes,
 )
-from handoff_files.thread.signatures import SignerCheck, verified
+from handoff_files.thread.signatures import SignerCheck, untrusted, verified
 from handoff_files.thread.store import HandoffStore
 from handoff_files.thread.upkeep import check_modes, check_temps
 
@@ -190,7 +190,7 @@ def _untrusted_under_pin(store: HandoffStore) -> tuple[Callable[[Handoff], str |
         report = checker.report(handoff, store.path)
         if report is not None and report.trusted:
             return None
-        said = "unsigned" if report is None else report.describe().removeprefix("not trusted: ")
+        said = untrusted(report)
         return f"is not trusted ({said}), and the folder is pinned to signed generations since {held.pinned_at}"
 
     return why, held.pinned_at

@@ -17,7 +17,7 @@ from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.pins import pin_of
 from handoff_files.thread.results import MigrationReport, Restored
 from handoff_files.thread.settings import choose_format
-from handoff_files.thread.signatures import checked_signer, signer_report
+from handoff_files.thread.signatures import checked_signer, signer_report, untrusted
 from handoff_files.thread.store import HandoffStore
 
 __all__ = ["is_pinned", "migrate_path", "open_handoff", "primary_of", "record_of", "thread_of"]
@@ -87,7 +87,7 @@ def _required(restored: Restored, require_signed: bool) -> Restored:
     :raises UntrustedSignerError: then, naming why.
     """
     if require_signed and (restored.signature is None or not restored.signature.trusted):
-        why = "unsigned" if restored.signature is None else restored.signature.describe().removeprefix("not trusted: ")
+        why = untrusted(restored.signature)
         msg = (
             f"generation {restored.handoff.generation} is not signed by a key allowed_signers trusts ({why}), and "
             "signed generations are required (--require-signed, or its thread folder is pinned to them)"

@@ -45,6 +45,7 @@ __all__ = [
     "sign_document",
     "signature_damage",
     "signer_report",
+    "untrusted",
     "verified",
 ]
 
@@ -144,6 +145,11 @@ def signature_damage(handoff: Handoff, where: str | os.PathLike[str]) -> str | N
     return None
 
 
+def untrusted(report: SignatureReport | None) -> str:
+    """Why a generation with *report* (None: unsigned) is not one a trusted key signed."""
+    return "unsigned" if report is None else report.distrust
+
+
 def verified(handoff: Handoff, where: str | os.PathLike[str]) -> Handoff:
     """*handoff*, once its signature (if any) verifies over its seal: what a thread's reader checks after load().
 
@@ -174,14 +180,17 @@ class SignatureReport:
         """True when ``allowed_signers`` trusts the key for handoffs at the generation's time."""
         return self.principal is not None
 
+    @property
+    def distrust(self) -> str:
+        """Why the signer is not trusted, naming its key: ``signed by SHA256:…, a key not in …``."""
+        problem = self.problem or "no reason given"
+        return problem if self.fingerprint in problem else f"signed by {self.fingerprint}: {problem}"
+
     def describe(self) -> str:
-        """One line: ``signed by alice@example.com (SHA256:…)``, or why the signer is not trusted."""
+        """One line: ``signed by alice@example.com (SHA256:…)``, or ``not trusted: `` and why."""
         if self.principal is not None:
             return f"signed by {self.principal} ({self.fingerprint})"
-        problem = self.problem or "no reason given"
-        if self.fingerprint in problem:  # allowed_signers' own reasons name the key
-            return f"not trusted: {problem}"
-        return f"not trusted: signed by {self.fingerprint}: {problem}"
+        return f"not trusted: {self.distrust}"
 
 
 class SignerCheck:

@@ -17,10 +17,11 @@ from typing import Final, TypeVar
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, UntrustedSignerError
+from handoff_files.thread.history import find_generation
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.pins import Pin, pin, pin_of
 from handoff_files.thread.results import Restored, SaveReceipt
-from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
+from handoff_files.thread.signatures import SignatureReport, SignerCheck, untrusted, verified
 
 __all__ = ["after_save", "edit_sealer", "signing_policy"]
 
@@ -59,7 +60,7 @@ def signing_policy(
     if held is not None:
         anew = _anew(held, layout, handoff)
         since = f"the folder is pinned to signed generations since {held.pinned_at}" + (f"; {anew}" if anew else "")
-    why = "unsigned" if report is None else report.describe().removeprefix("not trusted: ")
+    why = untrusted(report)
     refused = f"generation {handoff.generation} ({restored.source}, {restored.path}) is not trusted: {why} ({since})"
     found = _newest_trusted(restored, layout, checker, [*problems, refused], f"{since}; the newest is {why}", held=held)
     if held is None and found.signature is not None:  # require_signed found a trusted one: the thread pins
@@ -84,9 +85,9 @@ def after_save(
     if thread_id is None or untrusted in _UNTRUSTED or _pin(layout, None, problems) is not None:
         return receipt
     try:
-        path = layout.history_dir / _name(layout, receipt.generation)
+        path = find_generation(layout, receipt.generation)
         handoff = verified(load(path, follow_symlinks=False, origin="store"), path)
-    except (HandoffError, LookupError):
+    except HandoffError:  # GenerationNotFoundError too
         try:  # a journal-first save's history/ copy may be unwritten: the primary holds it too
             handoff = verified(load(receipt.path, follow_symlinks=False, origin="store"), receipt.path)
         except HandoffError:
@@ -126,10 +127,6 @@ def _unsigned_into_pinned(receipt: SaveReceipt, layout: ThreadDir) -> SaveReceip
     return dataclasses.replace(receipt, problems=(*receipt.problems, note))
 
 
-def _name(layout: ThreadDir, generation: int) -> str:
-    return dict(layout.generations())[generation]
-
-
 def _pin(layout: ThreadDir, handoff: Handoff | None, problems: list[str]) -> Pin | None:
     """The pin on this folder, whatever thread it holds now (a thread made anew stays held), or None.
 
@@ -165,13 +162,10 @@ def _first_seal(layout: ThreadDir, handoff: Handoff) -> str | None:
     """The seal of the thread's generation 1: *handoff*'s own, or ``history/``'s copy if it verifies; else None."""
     if handoff.generation == 1:
         return None if handoff.seal is None else str(handoff.seal)
-    name = dict(layout.generations()).get(1)
-    if name is None:
-        return None
-    path = layout.history_dir / name
     try:
+        path = find_generation(layout, 1)
         st = path.lstat()
-    except OSError:
+    except (HandoffError, OSError):
         return None
     seen = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     known = _FIRST_SEALS.get(seen, _UNKNOWN)  # one lookup: another thread may empty the cache meanwhile

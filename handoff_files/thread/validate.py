@@ -14,7 +14,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, 
 from handoff_files.thread.kind import file_sealing_advice, sealing_advice
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.locate import is_pinned, primary_of, record_of
-from handoff_files.thread.signatures import signature_damage, signer_report
+from handoff_files.thread.signatures import signature_damage, signer_report, untrusted
 
 __all__ = ["Validation", "validate"]
 
@@ -72,7 +72,7 @@ def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | N
 def _trusted(handoff: Handoff, path: str | os.PathLike[str]) -> None:
     report = signer_report(handoff, path)
     if report is None or not report.trusted:
-        why = "unsigned" if report is None else report.describe().removeprefix("not trusted: ")
+        why = untrusted(report)
         msg = f"not signed by a key allowed_signers trusts ({why}), and its thread folder is pinned to signed ones"
         raise UntrustedSignerError(path, msg)
 

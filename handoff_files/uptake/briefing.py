@@ -174,7 +174,7 @@ def _signer(restored: Restored) -> str:
         return ""
     if signed.principal is not None:
         return f" (signed by {signed.principal})"
-    return f" (NOT TRUSTED: {signed.describe().removeprefix('not trusted: ')})"
+    return f" (NOT TRUSTED: {signed.distrust})"
 
 
 _NAMES_ROOM: Final = 160  # what the "left out" paragraph names, however many things it names
