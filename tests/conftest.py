@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
 
 # dev: quick local runs; ci: more examples, no deadline (shared, noisy machines)
 settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,3 +53,27 @@ def subprocess_env() -> dict[str, str]:
 def python() -> str:
     """The interpreter running the tests, for child processes."""
     return sys.executable
+
+
+#: The principal :func:`alice` is trusted as.
+ALICE: Final = "alice@example.com"
+
+
+@pytest.fixture
+def signing_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own configuration and state folders (tmp_path/config, tmp_path/state): no key,
+    allowed_signers or pin of another test or of the user. Returns the configuration folder."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HANDOFF_FILES_KEY", str(tmp_path / "state" / "ack.key"))
+    monkeypatch.delenv("HANDOFF_FILES_SIGNING_KEY", raising=False)
+    monkeypatch.delenv("HANDOFF_FILES_ALLOWED_SIGNERS", raising=False)
+    return tmp_path / "config" / "handoff-files"
+
+
+@pytest.fixture
+def alice(signing_home: Path, tmp_path: Path) -> SigningKey:
+    """A new key that this test's allowed_signers trusts as :data:`ALICE`."""
+    key = create_key(tmp_path / "alice")
+    signing_home.mkdir(parents=True, exist_ok=True)
+    (signing_home / "allowed_signers").write_text(allowed_signers_line(key, ALICE) + "\n", encoding="utf-8")
+    return key

@@ -19,12 +19,9 @@ PRINCIPAL = "agent@test"
 
 
 @pytest.fixture(autouse=True)
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def config(signing_home: Path) -> Path:
     """This test's configuration folder (nothing configured in it yet)."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("HANDOFF_FILES_SIGNING_KEY", raising=False)
-    monkeypatch.delenv("HANDOFF_FILES_ALLOWED_SIGNERS", raising=False)
-    return tmp_path / "config" / "handoff-files"
+    return signing_home
 
 
 @pytest.fixture

@@ -10,26 +10,11 @@ import pytest
 
 from handoff_files import HandoffStore
 from handoff_files.cli.main import main
-from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
+from handoff_files.signing.keys import SigningKey
 from handoff_files.thread.verify import verify_thread
 from tests.cli.test_json_schemas import check
 
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("HANDOFF_FILES_KEY", str(tmp_path / "state" / "ack.key"))
-    monkeypatch.delenv("HANDOFF_FILES_SIGNING_KEY", raising=False)
-    monkeypatch.delenv("HANDOFF_FILES_ALLOWED_SIGNERS", raising=False)
-
-
-@pytest.fixture
-def alice(tmp_path: Path) -> SigningKey:
-    key = create_key(tmp_path / "alice")
-    trust = tmp_path / "config" / "handoff-files" / "allowed_signers"
-    trust.parent.mkdir(parents=True)
-    trust.write_text(allowed_signers_line(key, "alice@example.com") + "\n", encoding="utf-8")
-    return key
+pytestmark = pytest.mark.usefixtures("signing_home")  # no pin, key or allowed_signers of another test or the user
 
 
 def _thread(folder: Path, generations: int, **options: object) -> Path:

@@ -17,27 +17,10 @@ from handoff_files.cli.main import main
 from handoff_files.format.seal import self_check
 from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
 from handoff_files.thread.pins import pin, pin_of, pins_path, unpin
+from tests.conftest import ALICE
 
-PRINCIPAL = "alice@example.com"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """This test's own configuration and state folders: no pin or key of another test or of the user."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("HANDOFF_FILES_KEY", str(tmp_path / "state" / "ack.key"))
-    monkeypatch.delenv("HANDOFF_FILES_SIGNING_KEY", raising=False)
-    monkeypatch.delenv("HANDOFF_FILES_ALLOWED_SIGNERS", raising=False)
-
-
-@pytest.fixture
-def alice(tmp_path: Path) -> SigningKey:
-    """A key this user's allowed_signers trusts."""
-    key = create_key(tmp_path / "alice")
-    trust = tmp_path / "config" / "handoff-files" / "allowed_signers"
-    trust.parent.mkdir(parents=True)
-    trust.write_text(allowed_signers_line(key, PRINCIPAL) + "\n", encoding="utf-8")
-    return key
+PRINCIPAL = ALICE
+pytestmark = pytest.mark.usefixtures("signing_home")  # no pin, key or allowed_signers of another test or the user
 
 
 def test_an_unsigned_thread_is_never_pinned_and_reads_as_before(tmp_path: Path) -> None:

@@ -22,13 +22,9 @@ PRINCIPAL = "agent@test"
 
 
 @pytest.fixture(autouse=True)
-def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _config_home(signing_home: Path) -> Path:
     """Each test's own configuration folder: nothing configured unless the test puts it there."""
-    home = tmp_path / "config"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
-    monkeypatch.delenv("HANDOFF_FILES_SIGNING_KEY", raising=False)
-    monkeypatch.delenv("HANDOFF_FILES_ALLOWED_SIGNERS", raising=False)
-    return home / "handoff-files"
+    return signing_home
 
 
 def _trust(path: Path, *lines: str) -> Path:
