@@ -1,4 +1,4 @@
-"""The thread's locks: an ``flock`` on ``.lock`` (writers') or ``.run.lock`` (a supervisor's), never on a data file."""
+"""The writers' lock: an ``flock`` on a thread's ``.lock``, never on a data file (a supervisor's: ``lockfile``)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import Final
 
 from handoff_files.foundation.errors import HandoffError, HandoffLockedError, HandoffWriteError
+from handoff_files.foundation.gate import Gate, gate_of
 from handoff_files.foundation.holder import CLEARED, LockHolder, read_holder, write_record
 from handoff_files.foundation.safe_open import open_regular
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "LOCK_NAME",
-    "RUN_LOCK_NAME",
     "WAIT_REPORT_SECONDS",
-    "LockFile",
     "LockHolder",
     "LockWait",
     "OnLockWait",
@@ -33,8 +32,6 @@ __all__ = [
 ]
 
 LOCK_NAME: Final = ".lock"
-#: The supervisor's lock: one ``handoff run`` per thread (see :class:`LockFile`).
-RUN_LOCK_NAME: Final = ".run.lock"
 #: Seconds a writer waits for another. A save holds the lock for milliseconds; a holder that
 #: dies releases it at once (the kernel drops its flock), so a long wait means a live, stuck writer.
 DEFAULT_LOCK_TIMEOUT: Final = 30.0
@@ -45,7 +42,7 @@ _FIRST_POLL: Final = 0.0005
 _LAST_POLL: Final = 0.02
 # opened by open_regular (no link followed, never blocking, regular and not hard-linked: the
 # holder's record is written into it, and must never land in a file outside the thread)
-_FLAGS: Final = os.O_RDWR | os.O_CREAT
+LOCK_FLAGS: Final = os.O_RDWR | os.O_CREAT
 # bound once: a dropped descriptor is closed whenever the collector gets to it, which is part of
 # no operation, so it must not show up (or be failed) in a traced or fault-injected one; nor must
 # the blanking of the holder's record, advisory text whose failure changes nothing
@@ -80,7 +77,9 @@ class _Descriptor:
         self.pid = os.getpid()
         self.fd = -1
         self.depth = 0
-        self.fd, _ = open_regular(path, _FLAGS, max_bytes=None)
+        self.fd, _ = open_regular(path, LOCK_FLAGS, max_bytes=None)
+        self.gate: Gate = gate_of(self.fd)  # this process's threads queue here (see gate.py)
+        self.gated = False  # whether the holding thread took the gate
 
     def close(self) -> None:
         if self.fd >= 0 and self.pid == os.getpid():
@@ -143,6 +142,9 @@ class WriterLock:
             # a forked child leaving its parent's block: the flock is the parent's, not its to drop
             if held.depth == 0 and held.pid == os.getpid():
                 _release(held.fd)
+                if held.gated:
+                    held.gated = False
+                    held.gate.leave()
 
     def _descriptor(self) -> _Descriptor:
         held: _Descriptor | None = getattr(self._local, "held", None)
@@ -163,35 +165,25 @@ class WriterLock:
         if held.depth:
             held.depth += 1
             return held
-        start = time.monotonic()
-        deadline = start + self.timeout
-        report = start  # when on_wait is next due
-        poll = _FIRST_POLL
+        wait = _Wait(self, time.monotonic())
         while True:
-            if _try_flock(held.fd, self.directory):
-                try:
-                    same = _same_file(held.fd, self.path)
-                except OSError as exc:
-                    _unlock(held.fd)
-                    msg = f"cannot check the lock file {LOCK_NAME}: {exc.strerror or exc}"
-                    raise HandoffWriteError(self.directory, msg) from exc
-                if same:
-                    held.depth = 1
-                    write_record(held.fd, held.pid)
-                    return held
-                # .lock was removed or replaced under our descriptor: lock the file there now
-                _unlock(held.fd)
-                held.close()
-                held = self._descriptor_anew()
-                continue
-            now = time.monotonic()
-            if now >= deadline:
-                raise self._timed_out(read_holder(held.fd))
-            if self.on_wait is not None and now >= report:
-                self.on_wait(LockWait(self.directory, read_holder(held.fd), now - start, self.timeout))
-                report = now + WAIT_REPORT_SECONDS
-            time.sleep(poll)
-            poll = min(poll * 2, _LAST_POLL)
+            entered = wait.enter(held)  # the threads of this process, in turn
+            try:
+                same = wait.flock(held)  # then the other processes
+            except BaseException:
+                if entered:
+                    held.gate.leave()
+                raise
+            if same:
+                held.depth, held.gated = 1, bool(entered)
+                write_record(held.fd, held.pid)
+                return held
+            # .lock was removed or replaced under our descriptor: lock the file there now
+            _unlock(held.fd)
+            if entered:
+                held.gate.leave()
+            held.close()
+            held = self._descriptor_anew()
 
     def _timed_out(self, holder: LockHolder | None) -> HandoffLockedError:
         who = "it did not record who it is" if holder is None else holder
@@ -209,7 +201,52 @@ class WriterLock:
         return self._descriptor()
 
 
-def _try_flock(fd: int, directory: Path) -> bool:
+class _Wait:
+    """One wait for the lock: its deadline, and when its waiter is next told (``on_wait``)."""
+
+    def __init__(self, lock: WriterLock, start: float) -> None:
+        self.lock, self.start = lock, start
+        self.deadline = start + lock.timeout
+        self.report = start  # when on_wait is next due
+
+    def enter(self, held: _Descriptor) -> bool | None:
+        """Take the gate (see :meth:`Gate.enter`), telling ``on_wait`` while it waits."""
+        while True:
+            now = time.monotonic()
+            slice_ = self.deadline - now
+            if self.lock.on_wait is not None:
+                slice_ = min(slice_, max(self.report - now, 0.0))
+            entered = held.gate.enter(slice_)
+            if entered is not False:
+                return entered
+            self.waited(held)
+
+    def flock(self, held: _Descriptor) -> bool:
+        """Take the flock, polling; whether *held* is still the file named ``.lock`` (unlocked if it is not)."""
+        poll = _FIRST_POLL
+        while not try_flock(held.fd, self.lock.directory):
+            self.waited(held)
+            time.sleep(poll)
+            poll = min(poll * 2, _LAST_POLL)
+        try:
+            return same_file(held.fd, self.lock.path)
+        except OSError as exc:
+            _unlock(held.fd)
+            msg = f"cannot check the lock file {LOCK_NAME}: {exc.strerror or exc}"
+            raise HandoffWriteError(self.lock.directory, msg) from exc
+
+    def waited(self, held: _Descriptor) -> None:
+        """Raise if the deadline has passed; tell ``on_wait`` when it is due."""
+        now = time.monotonic()
+        if now >= self.deadline:
+            raise self.lock._timed_out(read_holder(held.fd))
+        if self.lock.on_wait is not None and now >= self.report:
+            lock = self.lock
+            self.lock.on_wait(LockWait(lock.directory, read_holder(held.fd), now - self.start, lock.timeout))
+            self.report = now + WAIT_REPORT_SECONDS
+
+
+def try_flock(fd: int, directory: Path) -> bool:
     """Take an exclusive flock on *fd* if it is free now; whether it was taken."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -264,7 +301,7 @@ def lock_holder(directory: Path) -> LockHolder | None:
         _close(fd)
 
 
-def _same_file(fd: int, path: Path) -> bool:
+def same_file(fd: int, path: Path) -> bool:
     """Whether *fd* is still the file at *path* (not removed or replaced since it was opened).
 
     :raises OSError: if *fd* cannot be looked at.
@@ -295,7 +332,7 @@ def try_writer_lock(directory: Path) -> Iterator[bool]:
     While it holds the lock it names itself in ``.lock``, as a writer does.
     """
     try:
-        fd, _ = open_regular(directory / LOCK_NAME, _FLAGS, max_bytes=None)
+        fd, _ = open_regular(directory / LOCK_NAME, LOCK_FLAGS, max_bytes=None)
     except HandoffError:  # not a file a writer could lock either: nothing to tidy now
         yield False
         return
@@ -316,81 +353,3 @@ def try_writer_lock(directory: Path) -> Iterator[bool]:
     finally:
         # closing the only descriptor of the open file drops its flock
         os.close(fd)
-
-
-class LockFile:
-    """An exclusive ``flock`` on one file of a directory, taken without waiting and held for as long as
-    its holder likes: a supervisor's, for its whole run (a save takes :class:`WriterLock` instead).
-
-    - **a dead holder frees it at once**: the kernel drops the flock when the open file's last
-      descriptor closes;
-    - **so a child given the descriptor holds it too**, until it closes it or exits: a supervisor
-      hands it to its agent, and an agent left running after its supervisor died keeps the next
-      supervisor off the thread;
-    - **the holder is named**: it records itself (:class:`LockHolder`) as a writer does, and blanks
-      the record when it lets go;
-    - **the file it locks is the one at its name**: created 0600, never through a symbolic link,
-      and taken again on the file there if it was replaced between the open and the flock.
-
-    :param directory: the directory that holds the lock file.
-    :param name: the lock file's name (e.g. :data:`RUN_LOCK_NAME`).
-    """
-
-    def __init__(self, directory: Path, name: str) -> None:
-        self.directory = directory
-        self.path = directory / name
-        self.fd = -1  # the held descriptor, while held
-        self._owner = 0
-
-    def acquire(self) -> bool:
-        """Take the lock if it is free now (never waits); whether it was taken.
-
-        :raises HandoffWriteError: if the lock file cannot be opened or locked.
-        """
-        while self.fd < 0:
-            try:
-                fd, _ = open_regular(self.path, _FLAGS, max_bytes=None)
-            except HandoffError as exc:
-                msg = f"cannot open the lock file {self.path.name}: {exc.reason}"
-                raise HandoffWriteError(self.directory, msg) from exc
-            try:
-                if not _try_flock(fd, self.directory):
-                    _close(fd)
-                    return False
-                same = _same_file(fd, self.path)
-            except HandoffWriteError:
-                _close(fd)
-                raise
-            except OSError as exc:
-                _close(fd)
-                msg = f"cannot check the lock file {self.path.name}: {exc.strerror or exc}"
-                raise HandoffWriteError(self.directory, msg) from exc
-            if same:
-                self.fd, self._owner = fd, os.getpid()
-            else:
-                _close(fd)  # replaced or removed under us: lock the file there now
-        write_record(self.fd, self._owner)
-        return True
-
-    def holder(self) -> LockHolder | None:
-        """Who recorded itself as the holder (alive or not: the caller found the lock held); None if nobody did."""
-        try:
-            # a FIFO put in the lock file's place can neither hang nor fool the reader
-            fd, _ = open_regular(self.path, os.O_RDONLY, max_bytes=None)
-        except HandoffError:
-            return None
-        try:
-            return read_holder(fd, live=False)
-        finally:
-            _close(fd)
-
-    def release(self) -> None:
-        """Blank the record and close the descriptor: the lock is free once no child still holds it too."""
-        if self.fd < 0:
-            return
-        if self._owner == os.getpid():  # a forked child leaving: the lock is its parent's
-            with contextlib.suppress(OSError):
-                _pwrite(self.fd, CLEARED, 0)
-        with contextlib.suppress(OSError):
-            _close(self.fd)
-        self.fd = -1

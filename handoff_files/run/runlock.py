@@ -10,7 +10,7 @@ from typing import Final
 
 from handoff_files.foundation.errors import HandoffLockedError
 from handoff_files.foundation.holder import HOST, LockHolder, alive
-from handoff_files.foundation.lock import RUN_LOCK_NAME, LockFile
+from handoff_files.foundation.lockfile import RUN_LOCK_NAME, LockFile
 
 __all__ = ["supervising"]
 

@@ -15,7 +15,8 @@ from handoff_files.format.codec import Format
 from handoff_files.foundation.atomic import fsync_dir, is_real_dir, lexists, remove_stray_temps, stray_temps
 from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
-from handoff_files.foundation.lock import LOCK_NAME, RUN_LOCK_NAME, try_writer_lock
+from handoff_files.foundation.lock import LOCK_NAME, try_writer_lock
+from handoff_files.foundation.lockfile import RUN_LOCK_NAME
 from handoff_files.foundation.names import generation_from_stem, generation_stem
 
 __all__ = [

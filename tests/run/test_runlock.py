@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from handoff_files.foundation.holder import HOST
-from handoff_files.foundation.lock import RUN_LOCK_NAME
+from handoff_files.foundation.lockfile import RUN_LOCK_NAME
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; parent death is Linux's")
 
