@@ -55,6 +55,7 @@ EXPECTED_ALL = [
     "NoHandoffError",
     "Priority",
     "Restored",
+    "RollbackError",
     "RunResult",
     "SaveReceipt",
     "Seal",

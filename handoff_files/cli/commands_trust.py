@@ -32,7 +32,10 @@ def register(add: Add) -> None:
     what.add_argument(
         "--reset",
         action="store_true",
-        help="forget that THREAD was pinned to signed generations (after a key change, or a thread made anew)",
+        help=(
+            "forget that THREAD was pinned to signed generations, and its rollback anchor "
+            "(after a key change, a thread made anew, or a rollback of your own)"
+        ),
     )
 
 

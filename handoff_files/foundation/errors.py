@@ -28,6 +28,7 @@ __all__ = [
     "InvalidNameError",
     "InvalidTransitionError",
     "NoHandoffError",
+    "RollbackError",
     "SealError",
     "SignatureError",
     "SigningKeyError",
@@ -196,3 +197,8 @@ class SignatureError(HandoffError):
 class UntrustedSignerError(SignatureError):
     """A signature verifies, but its key is not trusted for it: not in ``allowed_signers`` (for that
     namespace, at that time), or revoked."""
+
+
+class RollbackError(HandoffError):
+    """The thread is older than what this user saved or restored in it (newer generations removed, or one
+    replaced): a rollback, refused unless accepted (``accept_rollback=True``, ``handoff trust --reset``)."""

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.anchor import forget
 from handoff_files.thread.userrecord import locked, read_entries, record_path, write_entries
 
 __all__ = ["PIN_NAME", "Pin", "PinRecordError", "pin", "pin_of", "pinned_threads", "pins_path", "unpin"]
@@ -127,9 +128,12 @@ def pin(thread: str | os.PathLike[str], thread_id: str, first_seal: str | None, 
 def unpin(thread: str | os.PathLike[str]) -> bool:
     """Forget every pin on *thread* (its real path). Writes the record.
 
+    Its rollback anchor (:mod:`~handoff_files.thread.anchor`) goes too: the next restore anchors it anew.
+
     :returns: whether it was pinned.
     :raises PinRecordError: if the record cannot be read or written.
     """
+    forget(Path(thread))
     names = {os.path.realpath(thread), os.path.abspath(thread)}  # noqa: PTH100 -- the name as given, too
     with locked(pins_path(), PinRecordError) as path:
         entries = _read(path)

@@ -16,7 +16,8 @@ from typing import Final, TypeVar
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.errors import HandoffError, UntrustedSignerError
+from handoff_files.foundation.errors import HandoffError, RollbackError, UntrustedSignerError
+from handoff_files.thread.anchor import advance, anchor_of, rollback_of
 from handoff_files.thread.history import find_generation
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.pins import Pin, pin, pin_of
@@ -26,8 +27,9 @@ from handoff_files.thread.signatures import SignatureReport, SignerCheck, untrus
 __all__ = ["after_save", "edit_sealer", "signing_policy"]
 
 _RESET: Final = "`handoff trust THREAD --reset` forgets the pin if this is expected"
-#: (folder, key fingerprint, allowed_signers) a signed save found untrusted: not looked up again in this process
+#: (folder, key fingerprint, allowed_signers) a signed save found untrusted, or trusted: not looked up again
 _UNTRUSTED: set[tuple[str, str, str]] = set()
+_TRUSTED: set[tuple[str, str, str]] = set()
 #: generation 1's seal by its history/ file's identity (path, device, inode, size, mtime and ctime in ns)
 _FIRST_SEALS: dict[tuple[str, int, int, int, int, int], str | None] = {}
 _KEEP: Final = 256
@@ -36,12 +38,19 @@ _UNKNOWN: Final = object()
 
 
 def signing_policy(
-    restored: Restored, layout: ThreadDir, *, allowed_signers: Path | None, require_signed: bool
+    restored: Restored,
+    layout: ThreadDir,
+    *,
+    allowed_signers: Path | None,
+    require_signed: bool,
+    accept_rollback: bool = False,
 ) -> Restored:
-    """*restored* with who signed it, after the pin is taken (a trusted signature) or applied (none).
+    """*restored* with who signed it, after the pin is taken (a trusted signature) or applied (none);
+    on a pinned folder, checked against and then moving its rollback anchor (:mod:`~handoff_files.thread.anchor`).
 
     :raises UntrustedSignerError: if the thread is pinned (or *require_signed*) and no generation
         it holds is signed by a trusted key.
+    :raises RollbackError: if the pinned thread is older than its anchor, unless *accept_rollback*.
     """
     checker = SignerCheck(allowed_signers)
     handoff = restored.handoff
@@ -53,7 +62,7 @@ def signing_policy(
         if held is None or _anew(held, layout, handoff) is not None:  # a trusted key signed it: the pin is its
             how = f"read generation {handoff.generation}, signed by {report.principal}"
             _take_pin(layout, handoff, how, problems)
-        return _with(restored, problems)
+        return _anchored(_with(restored, problems), layout, accept_rollback=accept_rollback)
     if held is None and not require_signed:
         return _with(restored, problems)
     since = "signed generations required"
@@ -65,7 +74,35 @@ def signing_policy(
     found = _newest_trusted(restored, layout, checker, [*problems, refused], f"{since}; the newest is {why}", held=held)
     if held is None and found.signature is not None:  # require_signed found a trusted one: the thread pins
         _take_pin(layout, found.handoff, f"read generation {found.handoff.generation}, signed", problems)
-    return found
+    return _anchored(found, layout, accept_rollback=accept_rollback)
+
+
+def _anchored(restored: Restored, layout: ThreadDir, *, accept_rollback: bool) -> Restored:
+    """*restored* (a trusted generation of a pinned folder) once checked against the folder's anchor, which it moves on.
+
+    :raises RollbackError: if it is older than the anchor, or the anchor's number with another seal.
+    """
+    handoff = restored.handoff
+    seal, first = str(handoff.seal), _first_seal(layout, handoff)
+    try:
+        why = rollback_of(anchor_of(layout.path), handoff.thread_id, handoff.generation, seal, first)
+    except RollbackError as exc:  # an anchor that is not this user's private file is used for nothing
+        return _with(restored, [f"no rollback check: {exc}"])
+    if why is not None and not accept_rollback:
+        msg = (
+            f"{why}; restoring would roll the thread back unseen. If you rolled it back yourself, "
+            f"accept it: restore(accept_rollback=True), or {_RESET}"
+        )
+        raise RollbackError(layout.path, msg)
+    problems = [] if why is None else [f"a rollback, accepted: {why}"]
+    try:  # the copy read is flushed first: a power loss never leaves the anchor ahead of the disk
+        back = why is not None
+        advance(
+            layout.path, handoff.thread_id, handoff.generation, seal, first_seal=first, flush=restored.path, back=back
+        )
+    except HandoffError as exc:
+        problems.append(f"the rollback anchor could not be moved on: {exc}")
+    return _with(restored, problems)
 
 
 def after_save(
@@ -74,29 +111,39 @@ def after_save(
     """After a save: pin the thread if a key ``allowed_signers`` trusts signed it; say in the receipt when
     the folder is pinned and this save's generation is unsigned, so that every restore will pass it over.
 
-    A pinned folder costs a signed save one ``stat`` (and the record, when it changed); an unpinned one a
-    read of the generation and a look in ``allowed_signers``, once per process for a key they do not trust.
-    A pin that cannot be written is said in the receipt's ``problems``; it never fails the save.
+    A save signed by a trusted key moves the folder's rollback anchor on (a read and a rename of a small
+    file outside the thread). Whether a key is trusted in a folder is looked up (a read of the generation,
+    a look in ``allowed_signers``) once per process. A pin or anchor that cannot be written is said in
+    the receipt's ``problems``; it never fails the save.
     """
     if receipt.signed_by is None:
         return _unsigned_into_pinned(receipt, layout)
     problems: list[str] = []
-    untrusted = (os.path.realpath(layout.path), receipt.signed_by, os.fspath(allowed_signers or ""))
-    if thread_id is None or untrusted in _UNTRUSTED or _pin(layout, None, problems) is not None:
+    key = (os.path.realpath(layout.path), receipt.signed_by, os.fspath(allowed_signers or ""))
+    if thread_id is None or key in _UNTRUSTED:
         return receipt
-    try:
-        path = find_generation(layout, receipt.generation)
-        handoff = verified(load(path, follow_symlinks=False, origin="store"), path)
-    except HandoffError:  # GenerationNotFoundError too
-        try:  # a journal-first save's history/ copy may be unwritten: the primary holds it too
-            handoff = verified(load(receipt.path, follow_symlinks=False, origin="store"), receipt.path)
-        except HandoffError:
-            return receipt  # the next restore pins it, from whichever copy verifies
-    report = SignerCheck(allowed_signers).report(handoff, receipt.path)
-    if report is not None and report.trusted:
-        _take_pin(layout, handoff, f"saved generation {handoff.generation}, signed by {report.principal}", problems)
-    elif len(_UNTRUSTED) < _KEEP:
-        _UNTRUSTED.add(untrusted)  # this key is not trusted here: its next saves in this process skip the look
+    held = _pin(layout, None, problems)
+    if key not in _TRUSTED or held is None:  # an unpinned folder (a reset since?) reads the generation to pin it
+        try:
+            path = find_generation(layout, receipt.generation)
+            handoff = verified(load(path, follow_symlinks=False, origin="store"), path)
+        except HandoffError:  # GenerationNotFoundError too
+            try:  # a journal-first save's history/ copy may be unwritten: the primary holds it too
+                handoff = verified(load(receipt.path, follow_symlinks=False, origin="store"), receipt.path)
+            except HandoffError:
+                return receipt  # the next restore pins it, from whichever copy verifies
+        report = SignerCheck(allowed_signers).report(handoff, receipt.path)
+        trusted = report is not None and report.trusted
+        if len(_UNTRUSTED) + len(_TRUSTED) < _KEEP:
+            (_TRUSTED if trusted else _UNTRUSTED).add(key)  # this key here: its next saves skip the look
+        if not trusted:
+            return receipt
+        if held is None and report is not None:
+            _take_pin(layout, handoff, f"saved generation {handoff.generation}, signed by {report.principal}", problems)
+    try:  # acknowledged: its commit point is durable, so the anchor is not ahead of the disk
+        advance(layout.path, thread_id, receipt.generation, receipt.checksum)
+    except HandoffError as exc:
+        problems.append(f"the rollback anchor could not be moved on: {exc}")
     if not problems:
         return receipt
     return dataclasses.replace(receipt, problems=(*receipt.problems, *problems))

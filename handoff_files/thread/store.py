@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -112,7 +113,7 @@ class HandoffStore:
             signing_key=signing_key,
         )
         self._allowed = Path(allowed_signers) if allowed_signers is not None else None
-        self._signed = require_signed
+        self._policy = functools.partial(signing_policy, allowed_signers=self._allowed, require_signed=require_signed)
         self.lock_timeout = lock_timeout
         self._heads = HeadTracker(self._thread)
         self._temps_left = self.layout.sweep_temps()
@@ -342,26 +343,25 @@ class HandoffStore:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def restore(self, *, accept_edit: bool = False) -> Restored:
+    def restore(self, *, accept_edit: bool = False, accept_rollback: bool = False) -> Restored:
         """Return the newest verified generation, climbing down the recovery ladder if need be.
 
         A copy whose signature does not verify is damaged; ``signature`` says who signed the one returned
-        (docs/signing.md); on a folder pinned to signed generations, the newest a trusted key signed.
-
-        The ladder: the primary (migrated if old), cross-checked against ``state.json`` and the
-        journal's last save → the newest verified generation in ``history/`` → a rebuild from
-        ``state.json`` and the journal (state exact, other layers from the journal's summary,
-        ``source="rebuilt"``). ``problems`` names what was wrong and what was lost. Never returns
-        ``None`` or unverified data; never writes in the thread (a pin is recorded outside it), unless
-        *accept_edit* is True and the primary is a person's valid, unsealed edit: then the edit is
-        sealed as the next generation first (never on a pinned folder: ``handoff seal`` does it there).
+        (docs/signing.md); on a folder pinned to signed generations, the newest a trusted key signed. The ladder:
+        the primary (migrated if old), cross-checked against ``state.json`` and the journal's last save → the newest
+        verified generation in ``history/`` → a rebuild from ``state.json`` and the journal (state exact, other
+        layers from the journal's summary, ``source="rebuilt"``). ``problems`` names what was wrong and what was
+        lost. Never returns ``None`` or unverified data; never writes in the thread (a pin is recorded outside it),
+        unless *accept_edit* is True and the primary is a person's valid, unsealed edit: then the edit is sealed as
+        the next generation first (never on a pinned folder: ``handoff seal`` does it there).
 
         :raises NoHandoffError: if the thread holds nothing that verifies (the reason lists what was tried).
         :raises UntrustedSignerError: if it is pinned and no generation a trusted key signed is left.
+        :raises RollbackError: if it is pinned and older than this user last saw it, unless *accept_rollback*.
         """
         sealer = edit_sealer(self.layout, self.seal) if accept_edit else None
         restored = recovery.restore(self._thread, seal_edit=sealer)
-        restored = signing_policy(restored, self.layout, allowed_signers=self._allowed, require_signed=self._signed)
+        restored = self._policy(restored, self.layout, accept_rollback=accept_rollback)  # signers, pin, anchor
         if lexists(self.layout.transferred):
             closed = f"this thread was transferred (see {TRANSFERRED_NAME}) and is closed: continue in the target"
             restored = replace(restored, problems=(*restored.problems, closed))
