@@ -23,6 +23,7 @@ from handoff_files.thread.anchor import anchor_of, rollback_of
 from handoff_files.thread.catchup import catch_up
 from handoff_files.thread.copyback import file_bytes
 from handoff_files.thread.head import Head
+from handoff_files.thread.kind import refuse_plain_write
 from handoff_files.thread.layout import TRANSFERRED_NAME
 from handoff_files.thread.mirror import mirror_bytes
 from handoff_files.thread.recovery import summary_fields
@@ -33,9 +34,30 @@ from handoff_files.thread.signatures import sign_document
 if TYPE_CHECKING:
     from handoff_files.signing.keys import SigningKey
 
-__all__ = ["commit"]
+__all__ = ["check_disk", "commit"]
 
 _T = TypeVar("_T")
+
+
+def check_disk(thread: ThreadSettings, head: Head, event: str, *, checkpoint: bool) -> None:
+    """What a save checks when the files are not as this store's last save left them (call under the lock).
+
+    The thread's kind (a plain store never writes into a LangGraph saver's thread; *checkpoint*: the
+    newest generation may be one) and, on a pinned folder, its rollback anchor.
+
+    :raises ThreadKindError: if this store may not write into the thread.
+    :raises RollbackError: if the thread is older than its anchor (the save would reuse a number).
+    """
+    refuse_plain_write(thread.layout, thread.kind, event, newest_may_be_a_checkpoint=checkpoint)
+    if head.thread_id is None:
+        return
+    try:
+        why = rollback_of(anchor_of(thread.path), head.thread_id, head.generation, head.parent)
+    except RollbackError:
+        return  # an anchor that is not this user's private file is used for nothing (restore says so)
+    if why is not None:
+        msg = f"{why}; a save now would reuse a generation number. Restore it first (accept_rollback=True)"
+        raise RollbackError(thread.path, f"{msg}, or forget the anchor: `handoff trust THREAD --reset`")
 
 
 def commit(
@@ -61,7 +83,6 @@ def commit(
     :param durability: when the save is acknowledged (see :data:`Durability`).
     :returns: the receipt, and the head the next save chains from.
     :raises TransferRefusedError: if the thread was transferred and is closed.
-    :raises RollbackError: if the thread is older than its rollback anchor (the save would reuse a number).
     :raises HandoffValidationError: if the thread is another agent's, if the content cannot be
         sealed, or if it is too large to read back.
     :raises HandoffWriteError: if the disk refuses.
@@ -103,21 +124,13 @@ def commit(
 
 
 def _check_writable(thread: ThreadSettings, head: Head) -> None:
-    """Refuse a save into a transferred thread, into another agent's, or into one rolled back past its anchor."""
+    """Refuse a save into a transferred thread, or into another agent's."""
     if lexists(thread.layout.transferred):
         msg = f"thread was transferred (see {TRANSFERRED_NAME}) and is closed; the agent that adopted it carries on"
         raise TransferRefusedError(thread.path, msg)
     if head.agent_id and thread.agent_id and head.agent_id != thread.agent_id:
         msg = f"thread belongs to agent {head.agent_id!r}, not {thread.agent_id!r}; adopt it into a new thread instead"
         raise HandoffValidationError(thread.path, msg)
-    if head.thread_id is not None:
-        try:
-            why = rollback_of(anchor_of(thread.path), head.thread_id, head.generation, head.parent)
-        except RollbackError:
-            why = None  # an anchor that is not this user's private file is used for nothing (restore says so)
-        if why is not None:
-            msg = f"{why}; a save now would reuse a generation number. Restore it first (accept_rollback=True)"
-            raise RollbackError(thread.path, f"{msg}, or forget the anchor: `handoff trust THREAD --reset`")
 
 
 def _sealed(

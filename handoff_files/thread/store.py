@@ -23,7 +23,7 @@ from handoff_files.thread.edits import Edit, already_sealed, read_edit
 from handoff_files.thread.head import Head, HeadTracker
 from handoff_files.thread.history import DEFAULT_KEEP, list_history
 from handoff_files.thread.journal import Journal
-from handoff_files.thread.kind import SAVER_AGENT_ID, Kind, refuse_plain_write
+from handoff_files.thread.kind import SAVER_AGENT_ID, Kind
 from handoff_files.thread.layout import HISTORY_DIR, PRIMARY_STEM, TRANSFERRED_NAME, ThreadDir, ThreadFolder
 from handoff_files.thread.migration import migrate_file
 from handoff_files.thread.notes import check_note, ever_saved
@@ -329,10 +329,10 @@ class HandoffStore:
     ) -> SaveReceipt:
         """Commit the generation after *head* (call under the lock) and remember the new head."""
         mode = durability or self.durability
-        if not self._heads.unchanged:  # the kind, unless this store's last save left the files as they are
-            is_saver = head.agent_id == SAVER_AGENT_ID  # else a plain thread's save reads no generation
-            refuse_plain_write(self.layout, self._thread.kind, event, newest_may_be_a_checkpoint=is_saver)
-        from handoff_files.thread.commit import commit  # noqa: PLC0415 -- a save's module: a restore never loads it
+        from handoff_files.thread.commit import check_disk, commit  # noqa: PLC0415 -- a restore never loads it
+
+        if not self._heads.unchanged:  # unless this store's last save left the files as they are: kind, anchor
+            check_disk(self._thread, head, event, checkpoint=head.agent_id == SAVER_AGENT_ID)
 
         receipt, new_head = commit(
             self._thread, layers, head, listing, lineage=lineage, after=after, event=event, durability=mode
