@@ -26,7 +26,11 @@ def cmd_show(args: argparse.Namespace) -> str:
     from handoff_files.thread.locate import open_handoff  # noqa: PLC0415 -- imported per command: start-up cost
 
     restored = open_handoff(
-        args.path, assume_version=args.assume_version, generation=args.generation, require_signed=args.require_signed
+        args.path,
+        assume_version=args.assume_version,
+        generation=args.generation,
+        require_signed=args.require_signed,
+        accept_rollback=args.accept_rollback,
     )
     transferred = None
     if restored.source != "file":  # a thread directory, restored: it may have been handed on

@@ -54,8 +54,8 @@ def cmd_trust(args: argparse.Namespace) -> str:
             raise HandoffNotFoundError(args.path, "not a thread directory: a pin is kept for a thread's folder")
         state = "is no longer pinned" if unpin(args.path) else "was not pinned"
         said = (
-            f"{os.path.realpath(args.path)} {state} to signed generations: its next restore takes the newest "
-            "verified generation, and pins the thread if a trusted key signed it"
+            f"{os.path.realpath(args.path)} {state} to signed generations, and has no rollback anchor: its next "
+            "restore takes the newest verified generation, and pins and anchors the thread if a trusted key signed it"
         )
     elif args.list:
         from handoff_files.thread.pins import pinned_threads  # noqa: PLC0415 -- imported per command: start-up cost

@@ -196,6 +196,7 @@ def _add_file_commands(add: Add) -> None:
         action="store_true",
         help="show only a generation a key in allowed_signers signed, as a pinned thread does",
     )
+    p.add_argument("--accept-rollback", action="store_true", help="a pinned thread rolled back: accept, anchor it here")
 
     p = add(
         "validate",

@@ -56,8 +56,9 @@ def check_disk(thread: ThreadSettings, head: Head, event: str, *, checkpoint: bo
     except RollbackError:
         return  # an anchor that is not this user's private file is used for nothing (restore says so)
     if why is not None:
-        msg = f"{why}; a save now would reuse a generation number. Restore it first (accept_rollback=True)"
-        raise RollbackError(thread.path, f"{msg}, or forget the anchor: `handoff trust THREAD --reset`")
+        msg = f"{why}; a save now would follow the rolled-back generation. Accept the rollback first: `handoff show"
+        accept = f"{msg} {thread.path} --accept-rollback` (Python: restore(accept_rollback=True))"
+        raise RollbackError(thread.path, f"{accept}, or `handoff trust {thread.path} --reset`")
 
 
 def commit(

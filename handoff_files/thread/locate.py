@@ -49,6 +49,7 @@ def open_handoff(
     generation: int | None = None,
     allowed_signers: Path | None = None,
     require_signed: bool = False,
+    accept_rollback: bool = False,
 ) -> Restored:
     """Read what *path* holds: a thread directory is restored, a file is loaded and verified.
 
@@ -58,6 +59,7 @@ def open_handoff(
     :param generation: read this generation of the thread at *path* (its directory or primary)
         from ``history/`` instead, verified: no recovery ladder, never another generation.
     :param require_signed: only a generation a trusted key signed (a file or *generation*: refused if not).
+    :param accept_rollback: a pinned thread older than its rollback anchor is restored and anchored there.
     :raises HandoffError: as :meth:`HandoffStore.restore` or :func:`load` do, or
         :func:`~handoff_files.thread.history.load_generation` with *generation*; ``SignatureError``
         for a file read on its own whose signature does not verify.
@@ -71,7 +73,7 @@ def open_handoff(
         return _required(Restored(handoff, "history", found, signature=report), require_signed or is_pinned(found))
     if target.is_dir():
         store = HandoffStore(target, signing_key=False, allowed_signers=allowed_signers, require_signed=require_signed)
-        return store.restore()
+        return store.restore(accept_rollback=accept_rollback)
     if not target.exists():
         msg = "no such file or thread directory"
         raise HandoffNotFoundError(target, msg)

@@ -90,8 +90,9 @@ def _anchored(restored: Restored, layout: ThreadDir, *, accept_rollback: bool) -
         return _with(restored, [f"no rollback check: {exc}"])
     if why is not None and not accept_rollback:
         msg = (
-            f"{why}; restoring would roll the thread back unseen. If you rolled it back yourself, "
-            f"accept it: restore(accept_rollback=True), or {_RESET}"
+            f"{why}; restoring would roll the thread back unseen. If you rolled it back yourself, accept it: "
+            f"`handoff show {layout.path} --accept-rollback` (Python: restore(accept_rollback=True)) anchors it "
+            f"there, `handoff trust {layout.path} --reset` forgets the pin and the anchor"
         )
         raise RollbackError(layout.path, msg)
     problems = [] if why is None else [f"a rollback, accepted: {why}"]

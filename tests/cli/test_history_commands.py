@@ -194,19 +194,22 @@ def test_cmd_diff_json_of_generation_1_has_no_from(thread_dir: Path) -> None:
     assert document["from"] is None
 
 
+_SHOW = {"assume_version": None, "require_signed": False, "accept_rollback": False}  # show's other options
+
+
 def test_cmd_show_generation_shows_that_generation_from_history(thread: Path) -> None:
-    args = _args(path=str(thread), assume_version=None, require_signed=False, generation=1, json=True)
+    args = _args(path=str(thread), generation=1, **_SHOW, json=True)
     document = json.loads(cmd_show(args))
     check(document, "show")
     assert (document["source"], document["handoff"]["generation"]) == ("history", 1)
     assert document["path"] == str(thread / "history" / "00000001.json")
-    assert "Ported half" in cmd_show(_args(path=str(thread), assume_version=None, require_signed=False, generation=1))
+    assert "Ported half" in cmd_show(_args(path=str(thread), generation=1, **_SHOW))
 
 
 def test_cmd_show_generation_that_was_pruned_is_an_error(thread: Path) -> None:
     (thread / "history" / "00000001.json").unlink()
     with pytest.raises(GenerationNotFoundError, match="generation 1"):
-        cmd_show(_args(path=str(thread), assume_version=None, require_signed=False, generation=1))
+        cmd_show(_args(path=str(thread), generation=1, **_SHOW))
 
 
 def _log_args(thread: Path, **values: Any) -> argparse.Namespace:

@@ -48,11 +48,12 @@ def test_a_full_rollback_of_a_pinned_thread_is_refused_naming_both_generations(
     reason = caught.value.reason
     assert "newest trusted generation here is 2" in reason
     assert f"generation 3 (seal {third.checksum})" in reason
+    assert f"`handoff show {folder} --accept-rollback`" in reason
     assert "accept_rollback=True" in reason
-    assert "--reset" in reason
+    assert f"`handoff trust {folder} --reset`" in reason
     # the next save would reuse number 3 with another seal: refused too, nothing written
     before = sorted(p.name for p in (folder / "history").iterdir())
-    with pytest.raises(RollbackError, match="reuse a generation number"):
+    with pytest.raises(RollbackError, match="a save now would follow the rolled-back generation"):
         HandoffStore(folder, signing_key=alice).save({"narrative": "three, again"})
     assert sorted(p.name for p in (folder / "history").iterdir()) == before
 
@@ -131,7 +132,7 @@ def test_a_thread_deleted_and_made_anew_is_a_new_thread_not_a_rollback(tmp_path:
     assert (anchor.generation, anchor.first_seal) == (1, str(restored.handoff.seal))
 
 
-def test_handoff_trust_reset_forgets_the_anchor_and_show_then_reads(
+def test_show_accept_rollback_anchors_it_and_trust_reset_forgets_the_anchor(
     tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "t"
@@ -145,10 +146,17 @@ def test_handoff_trust_reset_forgets_the_anchor_and_show_then_reads(
     assert len(err.strip().splitlines()) == 1
     assert "RollbackError" not in err
     assert "the newer generations were removed" in err
+    assert main(["show", str(folder), "--accept-rollback"]) == 0
+    out = capsys.readouterr().out
+    assert "one" in out
+    assert "a rollback, accepted: " in out
+    assert anchor_of(folder).generation == 1  # type: ignore[union-attr]
+    assert main(["show", str(folder)]) == 0
+    capsys.readouterr()
     assert main(["trust", str(folder), "--reset"]) == 0
+    assert "has no rollback anchor" in capsys.readouterr().out
     assert anchor_of(folder) is None
     assert main(["show", str(folder)]) == 0
-    assert "one" in capsys.readouterr().out
 
 
 def test_an_anchor_others_can_write_is_used_for_nothing_and_said(tmp_path: Path, alice: SigningKey) -> None:
