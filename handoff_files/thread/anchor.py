@@ -21,23 +21,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import orjson
 
-from handoff_files.foundation.atomic import fsync_dir, fsync_file, read_bytes, write_durable
+from handoff_files.foundation.atomic import fsync_dir, fsync_file, write_durable
 from handoff_files.foundation.clock import iso_z
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, RollbackError
-from handoff_files.thread.userrecord import record_path
+from handoff_files.foundation.errors import RollbackError
+from handoff_files.thread.userrecord import read_private, record_path
 
 __all__ = ["Anchor", "advance", "anchor_of", "forget", "rollback_of"]
 
 _DIR: Final = "anchors"
 _LIMIT: Final = 4096
-_REDO: Final = "remove it, then restore the thread to anchor it again"
+_REDO: Final = "restore the thread to anchor it again"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,19 +68,14 @@ def _path(folder: Path) -> Path:
 def anchor_of(folder: Path) -> Anchor | None:
     """The anchor of *folder* (by its real path), or None if it has none.
 
-    :raises RollbackError: if the anchor file is not a private file of this user's, or does not read.
+    :raises RollbackError: if the anchor file is not a private file of this user's, or cannot be read.
     """
     try:
-        path = _path(folder)
-        data, st = read_bytes(path, _LIMIT, follow_symlinks=False)
-    except (HandoffNotFoundError, RuntimeError):  # none yet; or no home directory, so none ever written
+        data = read_private(_path(folder), _LIMIT, RollbackError, _REDO)
+    except RuntimeError:  # no home directory: none was ever written
         return None
-    except HandoffError as exc:
-        raise RollbackError(folder, f"cannot read its rollback anchor {exc.path}: {exc.reason}") from exc
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        mode = f"{stat.S_IMODE(st.st_mode):04o}"
-        msg = f"its rollback anchor {path} must be a file of yours no one else can write (mode {mode}): {_REDO}"
-        raise RollbackError(folder, msg)
+    if data is None:
+        return None
     try:
         raw = orjson.loads(data)
         anchor = Anchor(raw["thread_id"], raw["generation"], raw["seal"], raw["at"], raw.get("first_seal"))
@@ -99,9 +93,7 @@ def rollback_of(
 
     Another thread id, or another generation 1 (*first_seal*, when both are known), is a thread made anew.
     """
-    if anchor is None or anchor.thread_id != thread_id or generation > anchor.generation:
-        return None
-    if first_seal is not None and anchor.first_seal is not None and first_seal != anchor.first_seal:
+    if anchor is None or not _same_thread(anchor, thread_id, first_seal) or generation > anchor.generation:
         return None
     if generation == anchor.generation and seal == anchor.seal:
         return None
@@ -114,6 +106,13 @@ def rollback_of(
         f"the newest trusted generation here is {generation}, but you saved or restored generation "
         f"{anchor.generation} (seal {anchor.seal}) on {anchor.at}: the newer generations were removed"
     )
+
+
+def _same_thread(anchor: Anchor, thread_id: str, first_seal: str | None) -> bool:
+    """Whether *thread_id* (with generation 1's *first_seal*, if known) is the thread *anchor* was taken for."""
+    if anchor.thread_id != thread_id:
+        return False
+    return first_seal is None or anchor.first_seal is None or first_seal == anchor.first_seal
 
 
 def advance(
@@ -135,13 +134,11 @@ def advance(
     :raises HandoffWriteError: if it cannot be written.
     """
     held = anchor_of(folder)
-    anew = held is None or held.thread_id != thread_id
-    if held is not None and first_seal is not None and held.first_seal not in (None, first_seal):
-        anew = True  # the same thread id, another generation 1: a thread made anew
-    if held is not None and not anew and held.generation >= generation and not back:
+    same = held is not None and _same_thread(held, thread_id, first_seal)
+    if held is not None and same and held.generation >= generation and not back:
         return
     if first_seal is None:
-        first_seal = seal if generation == 1 else (None if held is None or anew else held.first_seal)
+        first_seal = seal if generation == 1 else (held.first_seal if held is not None and same else None)
     if flush is not None:
         try:
             fsync_file(flush)

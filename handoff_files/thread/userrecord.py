@@ -23,7 +23,7 @@ from handoff_files.foundation.atomic import read_bytes, write_durable
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.foundation.secret import key_path
 
-__all__ = ["locked", "read_entries", "record_path", "write_entries"]
+__all__ = ["locked", "read_entries", "read_private", "record_path", "write_entries"]
 
 _LIMIT: Final = 4 << 20
 _VERSION: Final = 1
@@ -59,18 +59,9 @@ def read_entries(path: Path, field: str, error: type[HandoffError], redo: str) -
     :param redo: what a person does when the record must go (named in the error).
     :raises error: if the record is not a private file of this user's, or does not read.
     """
-    try:
-        data, st = read_bytes(path, _LIMIT, follow_symlinks=False)
-    except HandoffNotFoundError:
+    data = read_private(path, _LIMIT, error, redo)
+    if data is None:
         return []
-    except HandoffError as exc:
-        raise error(path, f"cannot read the record: {exc.reason}") from exc
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        msg = (
-            f"the record must be a file of yours that no one else can write (it is mode "
-            f"{stat.S_IMODE(st.st_mode):04o}, owner {st.st_uid}): remove it and {redo}"
-        )
-        raise error(path, msg)
     try:  # our own file, checked private above: orjson reads it (no NaN, no comments) at a tenth of the cost
         entries = orjson.loads(data)[field]
         if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
@@ -80,6 +71,27 @@ def read_entries(path: Path, field: str, error: type[HandoffError], redo: str) -
         msg = f"not a record of this library ({exc}): remove it and {redo}"
         raise error(path, msg) from exc
     return entries
+
+
+def read_private(path: Path, limit: int, error: type[HandoffError], redo: str) -> bytes | None:
+    """The bytes of the record at *path* (at most *limit*), a file of this user's no one else can write; None if none.
+
+    :param redo: what a person does when the record must go (named in the error).
+    :raises error: if it is not such a file, or cannot be read.
+    """
+    try:
+        data, st = read_bytes(path, limit, follow_symlinks=False)
+    except HandoffNotFoundError:
+        return None
+    except HandoffError as exc:
+        raise error(path, f"cannot read the record: {exc.reason}") from exc
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        msg = (
+            f"the record must be a file of yours that no one else can write (it is mode "
+            f"{stat.S_IMODE(st.st_mode):04o}, owner {st.st_uid}): remove it and {redo}"
+        )
+        raise error(path, msg)
+    return data
 
 
 def write_entries(path: Path, field: str, entries: list[dict[str, Any]], *, sync: bool = True) -> None:
