@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -29,6 +30,17 @@ def _put_back(snapshot: Path, folder: Path) -> None:
     """The whole folder as it was (files, history/, state.json, journal): what a full rollback leaves."""
     shutil.rmtree(folder)
     shutil.copytree(snapshot, folder, symlinks=True)
+
+
+def _rolled_back_to_1(tmp_path: Path, key: SigningKey | Literal[False]) -> Path:
+    """A thread saved twice (signed with *key*, or unsigned: False), then put back as it was after generation 1."""
+    folder = tmp_path / "t"
+    store = HandoffStore(folder, signing_key=key)
+    store.save({"narrative": "one"})
+    _snapshot(folder, tmp_path / "at-1")
+    store.save({"narrative": "two"})
+    _put_back(tmp_path / "at-1", folder)
+    return folder
 
 
 @pytest.mark.parametrize("durability", ["journal", "full"])
@@ -59,12 +71,7 @@ def test_a_full_rollback_of_a_pinned_thread_is_refused_naming_both_generations(
 
 
 def test_an_accepted_rollback_is_said_and_anchors_the_thread_where_it_stands(tmp_path: Path, alice: SigningKey) -> None:
-    folder = tmp_path / "t"
-    store = HandoffStore(folder, signing_key=alice)
-    store.save({"narrative": "one"})
-    _snapshot(folder, tmp_path / "at-1")
-    store.save({"narrative": "two"})
-    _put_back(tmp_path / "at-1", folder)
+    folder = _rolled_back_to_1(tmp_path, alice)
     restored = HandoffStore(folder).restore(accept_rollback=True)
     assert restored.handoff.generation == 1
     assert any(p.startswith("a rollback, accepted: ") for p in restored.problems)
@@ -108,12 +115,7 @@ def test_a_damaged_newest_generation_of_a_pinned_thread_is_not_restored_past_uns
 
 
 def test_an_unpinned_thread_has_no_anchor_and_restores_older_generations_as_before(tmp_path: Path) -> None:
-    folder = tmp_path / "t"
-    store = HandoffStore(folder)
-    store.save({"narrative": "one"})
-    _snapshot(folder, tmp_path / "at-1")
-    store.save({"narrative": "two"})
-    _put_back(tmp_path / "at-1", folder)
+    folder = _rolled_back_to_1(tmp_path, False)
     assert HandoffStore(folder).restore().handoff.generation == 1
     assert anchor_of(folder) is None
 
@@ -135,12 +137,7 @@ def test_a_thread_deleted_and_made_anew_is_a_new_thread_not_a_rollback(tmp_path:
 def test_show_accept_rollback_anchors_it_and_trust_reset_forgets_the_anchor(
     tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "t"
-    store = HandoffStore(folder, signing_key=alice)
-    store.save({"narrative": "one"})
-    _snapshot(folder, tmp_path / "at-1")
-    store.save({"narrative": "two"})
-    _put_back(tmp_path / "at-1", folder)
+    folder = _rolled_back_to_1(tmp_path, alice)
     assert main(["show", str(folder)]) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
