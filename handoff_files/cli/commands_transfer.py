@@ -9,15 +9,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from handoff_files.cli.commands import read_input, signing_options
 from handoff_files.cli.machine import to_json
-from handoff_files.cli.render import one_line, request_detail, request_table
+from handoff_files.cli.render import one_line
+from handoff_files.cli.render_inbox import request_detail, request_table
 from handoff_files.foundation.errors import HandoffValidationError
 
 if TYPE_CHECKING:
-    from handoff_files.inbox.lifecycle import InboxRequest
+    from handoff_files.inbox.lifecycle import HandoffInbox, InboxRequest
 
 __all__ = [
     "cmd_adopt",
@@ -68,6 +69,14 @@ def cmd_adopt(args: argparse.Namespace) -> str:
     )
 
 
+def _inbox(args: argparse.Namespace, **extra: Any) -> HandoffInbox:
+    """The inbox the command names, with its options: --shared, --sign-with / --no-sign, --require-signed."""
+    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
+
+    options = {"shared": args.shared, "require_signed": getattr(args, "require_signed", False)}
+    return HandoffInbox(args.dir, **options, **signing_options(args), **extra)
+
+
 def _request(record: InboxRequest, args: argparse.Namespace) -> str:
     if not args.json:
         return request_detail(record)
@@ -79,10 +88,9 @@ def _request(record: InboxRequest, args: argparse.Namespace) -> str:
 
 def cmd_inbox_list(args: argparse.Namespace) -> str:
     """``handoff inbox DIR list``: the pending requests, or with ``--all`` every one, most urgent first; short ids."""
-    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- imported per command: start-up cost
 
-    inbox = HandoffInbox(args.dir, shared=args.shared)
+    inbox = _inbox(args)
     records = inbox.list_handoffs(to_agent=args.agent, status=None if args.all else HandoffStatus.PENDING)
     if args.json:
         return to_json(
@@ -93,13 +101,10 @@ def cmd_inbox_list(args: argparse.Namespace) -> str:
 
 def cmd_inbox_request(args: argparse.Namespace) -> str:
     """``handoff inbox DIR request``: exit 1 when the capability gate refuses it (nothing is stored then)."""
-    from handoff_files.inbox.lifecycle import (  # noqa: PLC0415 -- imported per command: start-up cost
-        DEFAULT_PRIORITY,
-        HandoffInbox,
-    )
+    from handoff_files.inbox.lifecycle import DEFAULT_PRIORITY  # noqa: PLC0415 -- imported per command: start-up cost
 
     descriptor = None if args.descriptor is None else read_input(args.descriptor)[0]
-    inbox = HandoffInbox(args.dir, registry=args.registry, shared=args.shared)
+    inbox = _inbox(args, registry=args.registry)
     if args.to is None and inbox.registry is None:
         msg = "name the agent asked with --to: this inbox has no agent registry (--registry) to route the request by"
         raise HandoffValidationError(inbox.path, msg)
@@ -121,31 +126,23 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
 
 def cmd_inbox_accept(args: argparse.Namespace) -> str:
     """``handoff inbox DIR accept ID`` (ID: a unique prefix will do)."""
-    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
-
-    inbox = HandoffInbox(args.dir, shared=args.shared)
+    inbox = _inbox(args)
     return _request(inbox.accept_handoff(inbox.resolve_id(args.handoff_id)), args)
 
 
 def cmd_inbox_reject(args: argparse.Namespace) -> str:
     """``handoff inbox DIR reject ID --reason R`` (ID: a unique prefix will do)."""
-    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
-
-    inbox = HandoffInbox(args.dir, shared=args.shared)
+    inbox = _inbox(args)
     return _request(inbox.reject_handoff(inbox.resolve_id(args.handoff_id), args.reason), args)
 
 
 def cmd_inbox_complete(args: argparse.Namespace) -> str:
     """``handoff inbox DIR complete ID`` (ID: a unique prefix will do)."""
-    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
-
-    inbox = HandoffInbox(args.dir, shared=args.shared)
+    inbox = _inbox(args)
     return _request(inbox.complete_handoff(inbox.resolve_id(args.handoff_id)), args)
 
 
 def cmd_inbox_status(args: argparse.Namespace) -> str:
     """``handoff inbox DIR status ID`` (ID: a unique prefix will do)."""
-    from handoff_files.inbox.lifecycle import HandoffInbox  # noqa: PLC0415 -- imported per command: start-up cost
-
-    inbox = HandoffInbox(args.dir, shared=args.shared)
+    inbox = _inbox(args)
     return _request(inbox.require_handoff(inbox.resolve_id(args.handoff_id)), args)

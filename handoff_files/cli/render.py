@@ -21,7 +21,6 @@ from handoff_files.cli.terminal import (
 
 if TYPE_CHECKING:  # annotations only: each command imports the library modules it uses, so `show` loads no inbox
     from handoff_files.format.model import Handoff
-    from handoff_files.inbox.lifecycle import InboxRequest
     from handoff_files.langgraph.describe import CheckpointView
     from handoff_files.thread.doctor import Finding
     from handoff_files.thread.journal import Entry
@@ -34,17 +33,17 @@ __all__ = [
     "history_table",
     "migration_report",
     "one_line",
-    "request_detail",
-    "request_table",
     "seal_text",
+    "short_value",
     "timeline",
     "validation_errors",
     "validation_records",
     "validation_report",
+    "wrap",
 ]
 
 
-def _wrap(text: str, indent: str = "  ", term: Terminal | None = None) -> list[str]:
+def wrap(text: str, indent: str = "  ", term: Terminal | None = None) -> list[str]:
     """Each paragraph of *text* indented, wrapped to the terminal (:func:`terminal` unless *term* is given)."""
     term = terminal() if term is None else term
     lines: list[str] = []
@@ -80,7 +79,7 @@ def briefing(
         if not (empty and checkpoint is not None):
             out.extend(["", paint(name, "heading", t), *lines])
 
-    section("NARRATIVE", _wrap(h.narrative or "(none)", "  ", t), not h.narrative)
+    section("NARRATIVE", wrap(h.narrative or "(none)", "  ", t), not h.narrative)
     warnings = [line for w in h.warnings for line in fit(f"  ! [{w.severity}] " if w.severity else "  ! ", w.text, t)]
     section("WARNINGS", warnings or ["  (none)"], not h.warnings)
     priorities = [
@@ -147,11 +146,11 @@ def _state_lines(h: Handoff, term: Terminal) -> list[str]:
     if s.environment:
         lines += fit("  environment: ", ", ".join(f"{k}={v}" for k, v in sorted(s.environment.items())), term, "    ")
     if s.data:
-        lines += fit("  data: ", _short(s.data), term, "    ")
+        lines += fit("  data: ", short_value(s.data), term, "    ")
     return lines
 
 
-def _short(value: Any, limit: int = 200) -> str:
+def short_value(value: Any, limit: int = 200) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -325,68 +324,6 @@ def timeline(
     if not held:
         return "(the journal is empty)\n"
     return f"(no line matches: the journal holds {held} line{'s' if held > 1 else ''})\n"
-
-
-def request_table(
-    requests: Iterable[InboxRequest], problems: Iterable[object] = (), *, short_ids: dict[str, str] | None = None
-) -> str:
-    """Render inbox requests one line each (id, status, priority, who to whom, when, reason), then what was skipped.
-
-    :param short_ids: full id → what to show of it (``HandoffInbox.abbreviate_ids()``); an id not in it is shown whole.
-    """
-    # imported here: only the inbox commands render requests, and `show` never loads the inbox
-    from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- see the comment above
-
-    shown = [(r, (short_ids or {}).get(r.handoff_id, r.handoff_id)) for r in requests]
-    width = max((len(handoff_id) for _, handoff_id in shown), default=0)
-    lines = []
-    for r, handoff_id in shown:
-        deadline = f"  expires {moment(r.expires_at)}" if r.expires_at and r.status is HandoffStatus.PENDING else ""
-        who = f"{r.from_agent} → {r.to_agent or '?'}"
-        reason = r.reason if len(r.reason) <= 60 else r.reason[:59] + "…"
-        lines.append(
-            f"{handoff_id:<{width}}  {r.status.value:<9} p{r.priority:<3} {who:<28} {moment(r.created_at)}"
-            f"{deadline}  {reason}"
-        )
-    lines += [f"note: skipped a damaged request: {problem}" for problem in problems]
-    return "\n".join(lines) + "\n" if lines else "(no requests)\n"
-
-
-def request_detail(request: InboxRequest) -> str:
-    """Render one inbox request in full: where it stands, who asked whom for what, and when each step happened."""
-    r = request
-    if r.refused_by is not None:
-        return _refused_detail(r)
-    out = [
-        f"handoff {r.handoff_id}: {r.status.value}",
-        f"  {r.from_agent} → {r.to_agent or '?'}, priority {r.priority}",
-    ]
-    out += _wrap(f"reason: {r.reason or '(none)'}", "  ")
-    if r.rejection_reason is not None:
-        out += _wrap(f"rejected because: {r.rejection_reason}", "  ")
-    if r.capabilities_required:
-        out.append(f"  requires: {', '.join(r.capabilities_required)}")
-    if r.descriptor is not None:
-        d = r.descriptor
-        out.append(f"  checkpoint: {d.source} ({d.checkpoint_id}), blob {d.blob_id[:12]}…")
-    for name in ("created_at", "expires_at", "accepted_at", "rejected_at", "completed_at"):
-        when = getattr(r, name)
-        if when is not None:
-            out.append(f"  {name.removesuffix('_at')}: {moment(when)}")
-    if r.metadata:
-        out.append("  metadata: " + _short(r.metadata))
-    return "\n".join(out) + "\n"
-
-
-def _refused_detail(r: InboxRequest) -> str:
-    """A request refused before it was stored: why, first; and no id, since no request has it."""
-    requires = f", requires {', '.join(r.capabilities_required)}" if r.capabilities_required else ""
-    out = fit("not stored: ", str(r.rejection_reason), terminal())
-    out.append(f"  asked: {r.from_agent} → {r.to_agent or '?'}, priority {r.priority}{requires}")
-    out += _wrap(f"reason given: {r.reason or '(none)'}", "  ")
-    if r.descriptor is not None:
-        out.append(f"  checkpoint: {r.descriptor.source} ({r.descriptor.checkpoint_id})")
-    return "\n".join(out) + "\n"
 
 
 def one_line(text: str) -> str:

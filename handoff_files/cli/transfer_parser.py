@@ -42,6 +42,27 @@ def add_transfer_commands(add: Add) -> None:
     _add_inbox_commands(add)
 
 
+def _inbox_options(p: argparse.ArgumentParser, *, default: object) -> None:
+    """The inbox's own options, taken before or after ACTION (*default*: SUPPRESS after it, so neither resets)."""
+    shared_help = "group-shared mode: create folders 2770 and files 0660 (agents as different users in one group)"
+    p.add_argument("--shared", action="store_true", default=default, help=shared_help)
+    p.add_argument(
+        "--require-signed",
+        action="store_true",
+        default=default,
+        help="refuse requests not signed, and last changed, by a key allowed_signers trusts",
+    )
+    signing = p.add_mutually_exclusive_group()
+    signing.add_argument(
+        "--sign-with",
+        metavar="KEYFILE",
+        default=None if default is False else default,
+        help="sign what this command writes with this OpenSSH Ed25519 key (default: the configured key, if any)",
+    )
+    no_sign = "do not sign, even with a key configured"
+    signing.add_argument("--no-sign", action="store_true", default=default, help=no_sign)
+
+
 def _add_inbox_commands(add: Add) -> None:
     """``handoff inbox DIR ACTION``: the request lifecycle between agents, one action per inbox call."""
     p = add(
@@ -50,15 +71,14 @@ def _add_inbox_commands(add: Add) -> None:
         "ask another agent to take work over, and answer such requests (an inbox folder)",
     )
     p.add_argument("dir", metavar="INBOX", help="the inbox folder shared by the agents (created on the first request)")
-    shared_help = "group-shared mode: create folders 2770 and files 0660 (agents as different users in one group)"
-    p.add_argument("--shared", action="store_true", help=shared_help)
+    _inbox_options(p, default=False)
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, func: Callable[[argparse.Namespace], str], help_text: str) -> argparse.ArgumentParser:
         q = actions.add_parser(name, help=help_text, description=help_text)
         # SUPPRESS: given before or after ACTION, --json is kept (a subparser's default would reset it)
         q.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
-        q.add_argument("--shared", action="store_true", default=argparse.SUPPRESS, help=shared_help)
+        _inbox_options(q, default=argparse.SUPPRESS)
         q.set_defaults(func=func, usage_error=q.error)
         return q
 

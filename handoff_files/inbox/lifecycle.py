@@ -8,15 +8,16 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
-from handoff_files.foundation.clock import iso_z, utc_now
+from handoff_files.foundation.clock import utc_now
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffValidationError,
     InvalidNameError,
     InvalidTransitionError,
     UnknownRequestError,
+    UntrustedSignerError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
 from handoff_files.foundation.names import check_id
@@ -34,12 +35,17 @@ from handoff_files.inbox.request import (
     check_text,
     check_timeout,
     is_handoff_id,
+    since,
     urgency,
 )
 from handoff_files.inbox.request_files import REQUESTS_DIR, RequestFiles
 from handoff_files.inbox.serve import ServeOptions, serve
 from handoff_files.inbox.status import HandoffStatus
+from handoff_files.thread.signatures import KeySource
 from handoff_files.transfers.descriptor import Descriptor
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 # DEFAULT_PRIORITY, REQUESTS_DIR, InboxRequest and is_handoff_id live in request.py and request_files.py;
 # they are re-exported here, where the inbox's callers have always found them
@@ -76,7 +82,14 @@ class HandoffInbox:
         files, ``.lock``), whatever the umask. It applies to what is created: an existing folder or
         ``.lock`` narrower than that is refused on the first write, naming it and the ``chmod`` to run.
         Default: private, 0700 and 0600; modes are never widened unasked.
+    :param signing_key: the key this agent signs its requests and changes with (a key file's path or
+        a ``SigningKey``; None: the configured one, if any; False: none; :mod:`.signatures`).
+    :param allowed_signers: who is trusted (default: the user's ``allowed_signers``).
+    :param require_signed: refuse a request not signed, or last changed, by a trusted key (an
+        :class:`UntrustedSignerError`; a listing skips it into :attr:`problems`), and a change this
+        agent cannot sign so, before anything is written.
     :raises CapabilityError: if the registry file cannot be read.
+    :raises SigningKeyError: if the *signing_key* file cannot be used.
     """
 
     def __init__(
@@ -87,9 +100,20 @@ class HandoffInbox:
         clock: Callable[[], dt.datetime] | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         shared: bool = False,
+        signing_key: KeyChoice = None,
+        allowed_signers: str | os.PathLike[str] | None = None,
+        require_signed: bool = False,
     ) -> None:
         self.path = Path(directory).absolute()
-        self._files = RequestFiles(self.path, lock_timeout=lock_timeout, shared=shared)
+        self._files = RequestFiles(
+            self.path,
+            lock_timeout=lock_timeout,
+            shared=shared,
+            key=KeySource(signing_key, self.path),
+            allowed_signers=None if allowed_signers is None else Path(allowed_signers),
+            require_signed=require_signed,
+            now=self.now,
+        )
         self.requests_dir = self._files.requests_dir
         self.registry = AgentRegistry.load(registry) if isinstance(registry, str | os.PathLike) else registry
         self._clock = clock or utc_now
@@ -157,11 +181,10 @@ class HandoffInbox:
                     "refused_by": CAPABILITY_GATE,
                 }
             )
-        data = self._files.render(record)  # too large is refused before anything is created
+        data = self._files.render(record, new=True)  # too large is refused before anything is created
         self.ensure()
         with self._files.lock.held():
-            self._files.write(record, data)
-        return record
+            return self._files.write(record, data)
 
     def _gate(self, from_agent: str, to_agent: str | None, required: tuple[str, ...]) -> tuple[str | None, str | None]:
         """The target (routed, when none is named) and, if the capability gate refuses, why."""
@@ -219,8 +242,7 @@ class HandoffInbox:
             for record in self._scan():
                 seen = record.as_of(now)
                 if seen.status is not record.status:
-                    self._files.write(seen)
-                    changed.append(seen)
+                    changed.append(self._files.write(seen))
         return changed
 
     def _transition(self, handoff_id: str, verb: str, allowed: HandoffStatus, change: dict[str, Any]) -> InboxRequest:
@@ -236,14 +258,13 @@ class HandoffInbox:
             if seen.status is not allowed:
                 needed = f"{'an' if allowed.value[0] in 'AEIOU' else 'a'} {allowed.value}"
                 msg = (
-                    f"cannot {verb} handoff {handoff_id}: it is {seen.status.value}{_since(seen)}, not in "
+                    f"cannot {verb} handoff {handoff_id}: it is {seen.status.value}{since(seen)}, not in "
                     f"{allowed.value} status; only {needed} request can become {change['status'].value}"
                 )
                 raise InvalidTransitionError(path, msg)
             new_status: HandoffStatus = change["status"]
             updated = seen.model_copy(update={**change, f"{new_status.value.lower()}_at": now})
-            self._files.write(updated)
-            return updated
+            return self._files.write(updated)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -341,7 +362,8 @@ class HandoffInbox:
         for problem in problems:
             if (problem.path, problem.reason) not in self._reported:
                 self._reported.add((problem.path, problem.reason))
-                logger.warning("handoff inbox: skipped a damaged request: %s", problem)
+                kind = "an untrusted" if isinstance(problem, UntrustedSignerError) else "a damaged"
+                logger.warning("handoff inbox: skipped %s request: %s", kind, problem)
         self.problems = tuple(problems)
         return records
 
@@ -375,10 +397,3 @@ class HandoffInbox:
     def serve(self, agent_id: str, **options: Unpack[ServeOptions]) -> list[InboxRequest]:
         """Serve *agent_id*'s requests in this process until stopped; the keywords are :func:`.serve.serve`'s."""
         return serve(self, agent_id, **options)
-
-
-def _since(record: InboxRequest) -> str:
-    # a settled status has its `<status>_at` field; an expired request's moment is expires_at
-    expired = record.status is HandoffStatus.EXPIRED
-    at = record.expires_at if expired else getattr(record, f"{record.status.value.lower()}_at", None)
-    return "" if at is None else f" (since {iso_z(at, timespec='seconds')})"

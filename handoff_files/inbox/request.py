@@ -13,6 +13,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from handoff_files.format.model import MAX_DATA_DEPTH, MAX_INT, MAX_UINT, MIN_INT, Id
+from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.inbox.capabilities import CAPABILITY_PATTERN, check_capabilities
 from handoff_files.inbox.status import HandoffStatus
@@ -25,6 +26,7 @@ __all__ = [
     "MAX_TIMEOUT",
     "InboxRequest",
     "RefusedBy",
+    "RequestSignature",
     "check_descriptor",
     "check_metadata",
     "check_priority",
@@ -32,6 +34,7 @@ __all__ = [
     "check_text",
     "check_timeout",
     "is_handoff_id",
+    "since",
     "urgency",
 ]
 
@@ -69,6 +72,34 @@ _LIST: Final = _only(list, tuple)
 Moment = Annotated[AwareDatetime, Field(strict=False), _only(str, dt.datetime)]
 
 
+class RequestSignature(BaseModel):
+    """A signature on a request file, verified, and who made it as this user's ``allowed_signers`` sees it.
+
+    ``signature``: the SSHSIG signature as the file holds it (armored). ``fingerprint``: its key's,
+    ``SHA256:…``. ``principal``: the name ``allowed_signers`` gives the key; None when the key is not
+    trusted, and ``problem`` says why (not listed, outside its validity window, revoked, no file).
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    signature: str
+    fingerprint: str
+    principal: str | None
+    problem: str | None
+
+    @property
+    def trusted(self) -> bool:
+        """True when ``allowed_signers`` trusts the key for handoffs at the moment it signed."""
+        return self.principal is not None
+
+    def describe(self) -> str:
+        """One line: ``signed by alice@example.com (SHA256:…)``, or ``not trusted: `` and why."""
+        if self.principal is not None:
+            return f"signed by {self.principal} ({self.fingerprint})"
+        problem = self.problem or "no reason given"
+        return f"not trusted: {problem if self.fingerprint in problem else f'signed by {self.fingerprint}: {problem}'}"
+
+
 class InboxRequest(BaseModel):
     """One handoff request as the inbox holds it (a frozen copy: changing the inbox never changes it).
 
@@ -77,6 +108,11 @@ class InboxRequest(BaseModel):
     request can no longer be accepted from then on (None: no limit). ``refused_by``: set on a
     REJECTED record the inbox itself refused before storing it (:data:`CAPABILITY_GATE`); None
     for every request an agent saw, whatever became of it. Decide on it, not on the reason's words.
+    ``request_signature``: the requester's signature over what it asked (every field it set), verified
+    when read; ``change_signature``: the signature of whoever wrote the file last (the requester, or
+    the agent that accepted, rejected, completed it or recorded its expiry) over the whole file. None:
+    unsigned (see docs/signing.md, "Signed requests"). Neither is a field of the file's request: the
+    inbox fills them in from the file's ``signatures`` when it reads one.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -99,6 +135,8 @@ class InboxRequest(BaseModel):
     rejected_at: Moment | None = None
     completed_at: Moment | None = None
     refused_by: RefusedBy | None = None
+    request_signature: RequestSignature | None = None
+    change_signature: RequestSignature | None = None
 
     def as_of(self, now: dt.datetime) -> InboxRequest:
         """This request as it reads at *now*: a PENDING request past ``expires_at`` reads as EXPIRED."""
@@ -110,6 +148,14 @@ class InboxRequest(BaseModel):
 def is_handoff_id(text: object) -> bool:
     """Whether *text* is an id this inbox makes (a uuid4 in 32 lowercase hex digits)."""
     return isinstance(text, str) and re.fullmatch(_HANDOFF_ID, text) is not None
+
+
+def since(record: InboxRequest) -> str:
+    """`` (since 2026-12-05T13:00:00Z)``: when *record* took its settled status; empty for a PENDING one."""
+    # a settled status has its `<status>_at` field; an expired request's moment is expires_at
+    expired = record.status is HandoffStatus.EXPIRED
+    at = record.expires_at if expired else getattr(record, f"{record.status.value.lower()}_at", None)
+    return "" if at is None else f" (since {iso_z(at, timespec='seconds')})"
 
 
 def urgency(record: InboxRequest) -> tuple[int, dt.datetime, str]:

@@ -4,16 +4,19 @@ Every file the inbox writes carries ``seal``: a digest (:data:`~handoff_files.fo
 over the canonical JSON of the file without its seal, as a handoff's envelope does; every read verifies
 it, so a flipped bit that leaves a valid but different request ("gen 3" for "gen 2") is refused. The
 seal is a checksum, not a signature: it detects damage and careless edits, and anyone who may write
-the inbox can recompute it.
+the inbox can recompute it. Signatures (who asked, who changed it last) are
+:mod:`~handoff_files.inbox.signatures`'.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
 
@@ -28,11 +31,16 @@ from handoff_files.foundation.errors import (
     HandoffValidationError,
     HandoffWriteError,
     SealError,
+    SignatureError,
     UnknownRequestError,
 )
 from handoff_files.foundation.lock import LOCK_NAME, WriterLock
 from handoff_files.foundation.shared_mode import check_shared, create_file, make_dir, write_durable_mode
 from handoff_files.inbox.request import InboxRequest
+from handoff_files.inbox.signatures import SIGNATURES_KEY, read_signatures, require_trusted, sign_file
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeySource, SignerCheck
 
 __all__ = ["MAX_REQUEST_BYTES", "REQUESTS_DIR", "SEAL_KEY", "RequestFiles"]
 
@@ -48,6 +56,8 @@ _FIX: Final = "fix or remove the file"
 _HEX64: Final = re.compile(r"^[0-9a-f]{64}$")
 #: The key of a request file's seal (the one key the request model does not hold).
 SEAL_KEY: Final = "seal"
+#: What the inbox fills in when it reads a file, and never writes to one: a file holding one was not written by it.
+_NEVER_STORED: Final = ("refused_by", "request_signature", "change_signature")
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +72,29 @@ class RequestFiles:
     :param shared: group-shared mode (see :mod:`~handoff_files.foundation.shared_mode`): what it
         creates is 0770 with setgid (folders) or 0660 (request files, the lock file); without it,
         0700 and 0600. An existing folder or lock file narrower than that is refused, never widened.
+    :param key: the key the files written are signed with (None: unsigned).
+    :param allowed_signers: who is trusted (default: the user's file); read only for a signed file.
+    :param require_signed: refuse a request not signed, and last changed, by a trusted key; *now*
+        is the clock that confirms an expiry recorded unsigned.
     """
 
-    def __init__(self, path: Path, *, lock_timeout: float, shared: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        lock_timeout: float,
+        shared: bool = False,
+        key: KeySource | None = None,
+        allowed_signers: Path | None = None,
+        require_signed: bool = False,
+        now: Callable[[], dt.datetime] | None = None,
+    ) -> None:
         self.path = path
         self.shared = shared
+        self.key = key
+        self.allowed_signers = allowed_signers
+        self.require_signed = require_signed
+        self._now = now
         self.requests_dir = path / REQUESTS_DIR
         self.lock = WriterLock(path, timeout=lock_timeout)
         self._ready = False
@@ -90,6 +118,10 @@ class RequestFiles:
         except HandoffNotFoundError as exc:
             msg = f"handoff {path.stem} not found: no request has that id in this inbox"
             raise UnknownRequestError(path, msg) from exc
+        return self.decode(data, path)
+
+    def decode(self, data: bytes, path: Path) -> InboxRequest:
+        """The request in *data*, the bytes of the file *path*, checked as :meth:`read` checks it."""
         try:
             document = parse_json(data, path, limit=MAX_REQUEST_BYTES)
         except HandoffParseError as exc:
@@ -98,13 +130,15 @@ class RequestFiles:
         if not isinstance(document, dict):
             msg = f"not a JSON object, as every request file is (torn, emptied or overwritten?); {_FIX}"
             raise HandoffParseError(path, msg)
-        if "refused_by" in document:
-            # the inbox never stores it (a request the gate refuses is never written): another hand did
+        stored = [name for name in _NEVER_STORED if name in document]
+        if stored:
+            # the inbox never stores them (a refused request is never written; signers are found on reading)
             msg = (
-                "carries refused_by, which the inbox never writes to a request file (a request the "
-                f"capability gate refuses is not stored), so it was not written by this library; {_FIX}"
+                f"carries {stored[0]}, which the inbox never writes to a request file (it is found when a file "
+                f"is read, or the request was never stored), so it was not written by this library; {_FIX}"
             )
             raise HandoffValidationError(path, msg)
+        signatures = document.pop(SIGNATURES_KEY, None)
         sealed = SEAL_KEY in document
         seal = document.pop(SEAL_KEY, None)
         try:
@@ -118,6 +152,11 @@ class RequestFiles:
             raise HandoffValidationError(path, msg)
         if sealed:
             _verify(document, seal, path)
+            if signatures is not None:
+                record = read_signatures({**document, SEAL_KEY: seal}, signatures, record, path, self._checker)
+        elif signatures is not None:
+            msg = f"carries signatures but no seal, which the inbox never writes; {_FIX}"
+            raise SignatureError(path, msg)
         elif path not in self._unsealed_seen:
             # written by a release before request files were sealed: read as it always was, said once
             self._unsealed_seen.add(path)
@@ -126,7 +165,14 @@ class RequestFiles:
                 "unverified; the next change to the request seals it",
                 path,
             )
+        if self.require_signed:
+            require_trusted(record, path, self._now() if self._now is not None else dt.datetime.now(dt.UTC))
         return record
+
+    def _checker(self) -> SignerCheck:
+        from handoff_files.thread.signatures import SignerCheck  # noqa: PLC0415 -- only a signed file needs it
+
+        return SignerCheck(self.allowed_signers)
 
     def ids(self) -> list[str]:
         """The id of every request file, readable or damaged, sorted (none if ``requests/`` does not exist).
@@ -159,25 +205,36 @@ class RequestFiles:
                 problems.append(exc)
         return records, problems
 
-    def write(self, record: InboxRequest, data: bytes | None = None) -> None:
+    def write(self, record: InboxRequest, data: bytes | None = None) -> InboxRequest:
         """Write *record* (or *data*, its :meth:`render` already made) to its file, atomically and durably.
 
         Call while holding :attr:`lock`.
-        """
-        write_durable_mode(
-            self.file(record.handoff_id), self.render(record) if data is None else data, shared=self.shared
-        )
 
-    def render(self, record: InboxRequest) -> bytes:
-        """The file's bytes for *record*: indented JSON a person can read, sealed (see the module's docstring).
+        :returns: the request as a reader now reads it (its signatures, as signed, included).
+        :raises UntrustedSignerError: with :attr:`require_signed`, if this writer's file would be refused
+            on reading (no key, or one ``allowed_signers`` does not trust): nothing is written.
+        """
+        path = self.file(record.handoff_id)
+        data = self.render(record) if data is None else data
+        written = self.decode(data, path)  # read as every reader will, before anything is written
+        write_durable_mode(path, data, shared=self.shared)
+        return written
+
+    def render(self, record: InboxRequest, *, new: bool = False) -> bytes:
+        """The file's bytes for *record*: indented JSON a person can read, sealed (see the module's docstring),
+        and signed with :attr:`key` if there is one (*new*: as the requester, over what it asks).
 
         :raises HandoffValidationError: past :data:`MAX_REQUEST_BYTES`.
+        :raises SigningKeyError: if the configured key cannot be used (never silently unsigned).
         """
         # refused_by is never stored (a refused request is not written): files stay as older readers know them
-        document = record.model_dump(mode="json", exclude={"refused_by"})
+        document = record.model_dump(mode="json", exclude=set(_NEVER_STORED))
         algorithm = sealing.DEFAULT_ALGORITHM
         # the seal goes last, so a person reading the file meets the request first
         document[SEAL_KEY] = {"algorithm": algorithm, "digest": sealing.digest(sealing.canonical(document), algorithm)}
+        requested = record.request_signature
+        key = self.key.key() if self.key is not None else None
+        sign_file(document, key, request=None if requested is None else requested.signature, new=new)
         data = render(document, "json")
         if len(data) > MAX_REQUEST_BYTES:
             msg = (

@@ -216,9 +216,16 @@ class SignerCheck:
         seal = handoff.seal
         if seal is None or seal.signature is None:
             return None
+        return self.signer(seal.signature, handoff.created_at, where)
+
+    def signer(self, armored: str, at: dt.datetime, where: str | os.PathLike[str]) -> SignatureReport:
+        """Who made the (verified) signature *armored*, looked up in ``allowed_signers`` at the moment *at*.
+
+        :raises SignatureError: if *armored* is not an SSHSIG signature.
+        """
         from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
 
-        signed = sshsig.parse(seal.signature, where)
+        signed = sshsig.parse(armored, where)
         try:
             path = self._path if self._path is not None else default_allowed_signers()
         except RuntimeError as exc:  # a "~" that cannot be expanded, or no home directory
@@ -226,7 +233,7 @@ class SignerCheck:
         trusted, revoked, unreadable = self._files(path)
         if trusted is None:
             return SignatureReport(signed.fingerprint, None, unreadable, path)
-        at = handoff.created_at if handoff.created_at.tzinfo is not None else handoff.created_at.replace(tzinfo=dt.UTC)
+        at = at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)
         try:
             principal = trusted.signer_of(signed, at=at, revoked=revoked, where=where)
         except HandoffError as exc:
