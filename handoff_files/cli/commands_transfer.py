@@ -60,12 +60,24 @@ def cmd_adopt(args: argparse.Namespace) -> str:
 
     data, _ = read_input(args.descriptor)
     blobs = open_blobs(args.blobs, shared=args.shared)
-    result = adopt_checkpoint(data, args.new_dir, blobs=blobs, agent_id=args.agent_id, **signing_options(args))
+    result = adopt_checkpoint(
+        data,
+        args.new_dir,
+        blobs=blobs,
+        agent_id=args.agent_id,
+        require_signed=args.require_signed,
+        **signing_options(args),
+    )
     if args.json:
-        return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt)})
+        signature = None if result.signature is None else dataclasses.asdict(result.signature)
+        return to_json(
+            {**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt), "signature": signature}
+        )
+    signer = "unsigned" if result.signature is None else result.signature.describe()
     return (
-        f"adopted {result.adopted_from} ({result.checkpoint_id}) as generation {result.receipt.generation} of "
-        f"thread {result.new_thread_id}; blob {result.blob_id[:12]}… sha256 and seal verified\n"
+        f"adopted {result.adopted_from} ({result.checkpoint_id}), {one_line(signer)}, as generation "
+        f"{result.receipt.generation} of thread {result.new_thread_id}; blob {result.blob_id[:12]}… sha256 and seal "
+        "verified\n"
     )
 
 

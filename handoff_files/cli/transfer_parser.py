@@ -39,6 +39,11 @@ def add_transfer_commands(add: Add) -> None:
     p.add_argument("--blobs", metavar="URL", help=blobs_help)
     p.add_argument("--shared", action="store_true", help=shared_help)
     p.add_argument("--agent-id", type=agent, metavar="AGENT", help="the adopting agent (default: the directory name)")
+    p.add_argument(
+        "--require-signed",
+        action="store_true",
+        help="refuse a checkpoint not signed by a key allowed_signers trusts (who signed is said either way)",
+    )
     _add_inbox_commands(add)
 
 

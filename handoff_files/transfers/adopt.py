@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.errors import BlobError, BlobIntegrityError, HandoffError, TransferRefusedError
+from handoff_files.foundation.errors import (
+    BlobError,
+    BlobIntegrityError,
+    HandoffError,
+    TransferRefusedError,
+    UntrustedSignerError,
+)
 from handoff_files.thread.results import SaveReceipt
+from handoff_files.thread.signatures import SignatureReport, signer_report, verified
 from handoff_files.thread.store import HandoffStore
 from handoff_files.transfers.blob_layout import sha256_hex
 from handoff_files.transfers.blobs import BlobStore
@@ -29,8 +37,10 @@ class AdoptResult:
     new_thread_id: str
     checkpoint_id: str  # the adopted generation's seal
     blob_id: str
-    verified: bool  # the blob's sha256 and the handoff's seal both checked (always True on return)
+    verified: bool  # the blob's sha256 and the handoff's seal (and signature, if any) checked: always True
     receipt: SaveReceipt  # generation 1 of the new thread
+    #: who signed the adopted generation, as this user's allowed_signers sees it; None: unsigned
+    signature: SignatureReport | None = None
 
 
 def _get(blobs: BlobStore, blob_id: str) -> bytes:
@@ -47,12 +57,18 @@ def _get(blobs: BlobStore, blob_id: str) -> bytes:
     return bytes(data)
 
 
-def verify_checkpoint(descriptor: Descriptor | dict[str, Any] | str | bytes, *, blobs: BlobStore) -> Handoff:
+def verify_checkpoint(
+    descriptor: Descriptor | dict[str, Any] | str | bytes,
+    *,
+    blobs: BlobStore,
+    require_signed: bool = False,
+    allowed_signers: str | os.PathLike[str] | None = None,
+) -> Handoff:
     """Fetch the descriptor's blob and check it, writing nothing: what adoption checks before it writes.
 
     :returns: the verified handoff the blob holds.
-    :raises DescriptorError, BlobNotFoundError, BlobError, BlobIntegrityError, HandoffError:
-        as :func:`adopt_checkpoint` does.
+    :raises DescriptorError, BlobNotFoundError, BlobError, BlobIntegrityError, SignatureError,
+        UntrustedSignerError, HandoffError: as :func:`adopt_checkpoint` does.
     """
     wanted = parse_descriptor(descriptor)
     data = _get(blobs, wanted.blob_id)
@@ -70,7 +86,18 @@ def verify_checkpoint(descriptor: Descriptor | dict[str, Any] | str | bytes, *, 
             f"descriptor names ({wanted.source}, {wanted.checkpoint_id}): refused, nothing written"
         )
         raise BlobIntegrityError(where, msg)
+    verified(handoff, where)  # a signature that does not verify over the seal is damage
+    if require_signed:
+        report = signer_report(handoff, where, allowed_signers=_path(allowed_signers))
+        if report is None or not report.trusted:
+            why = "unsigned" if report is None else report.distrust
+            msg = f"{wanted.source} is not signed by a trusted key ({why}); signed checkpoints are required: refused"
+            raise UntrustedSignerError(where, msg + ", nothing written")
     return handoff
+
+
+def _path(name: str | os.PathLike[str] | None) -> Path | None:
+    return None if name is None else Path(name)
 
 
 def adopt_checkpoint(
@@ -80,6 +107,8 @@ def adopt_checkpoint(
     blobs: BlobStore,
     agent_id: str | None = None,
     signing_key: KeyChoice = None,
+    require_signed: bool = False,
+    allowed_signers: str | os.PathLike[str] | None = None,
 ) -> AdoptResult:
     """Fetch the descriptor's blob, check its sha256 and seal, and only then write it as generation 1 of a new thread.
 
@@ -90,10 +119,14 @@ def adopt_checkpoint(
     :param new_thread_dir: an empty or missing directory; its name is the new thread's id.
     :param agent_id: the adopting agent (default: the directory name, as for any new thread).
     :param signing_key: the key that signs the new generation, as :class:`HandoffStore` takes it.
+    :param require_signed: refuse a checkpoint not signed by a key *allowed_signers* (default: the
+        user's) trusts. Without it, who signed is checked all the same and reported in the result.
     :raises DescriptorError: a malformed descriptor, one without a hash, or of an unknown version.
     :raises TransferRefusedError: the target already holds handoffs.
     :raises BlobNotFoundError, BlobError: the blob cannot be fetched (never taken as empty).
     :raises BlobIntegrityError: the blob's sha256 differs, or it is not the checkpoint named.
+    :raises SignatureError: the generation's signature does not verify over its seal (damaged or forged).
+    :raises UntrustedSignerError: with *require_signed*, it is unsigned or its signer is not trusted.
     :raises HandoffError: the blob is not a sealed handoff that verifies (as :func:`load` says).
     """
     wanted = parse_descriptor(descriptor)
@@ -102,7 +135,8 @@ def adopt_checkpoint(
     if held:
         msg = f"already holds a thread ({', '.join(held)}); adopt into a new, empty directory"
         raise TransferRefusedError(target.path, msg)
-    handoff = verify_checkpoint(wanted, blobs=blobs)
+    handoff = verify_checkpoint(wanted, blobs=blobs, require_signed=require_signed, allowed_signers=allowed_signers)
+    report = signer_report(handoff, f"blob {wanted.blob_id}", allowed_signers=_path(allowed_signers))
     receipt = target.adopt(
         handoff,
         {
@@ -114,4 +148,4 @@ def adopt_checkpoint(
         },
     )
     # a new thread takes its id from its directory's name (the store refuses an invalid one)
-    return AdoptResult(wanted.source, target.path.name, wanted.checkpoint_id, wanted.blob_id, True, receipt)
+    return AdoptResult(wanted.source, target.path.name, wanted.checkpoint_id, wanted.blob_id, True, receipt, report)

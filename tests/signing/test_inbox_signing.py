@@ -16,8 +16,8 @@ import pytest
 
 from handoff_files import HandoffInbox, SignatureError, UntrustedSignerError
 from handoff_files.cli.main import main
-from handoff_files.foundation.errors import HandoffValidationError
 from handoff_files.format import seal as sealing
+from handoff_files.foundation.errors import HandoffValidationError
 from handoff_files.inbox.signatures import offer_text
 from handoff_files.inbox.status import HandoffStatus
 from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key

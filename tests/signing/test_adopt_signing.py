@@ -1,0 +1,84 @@
+"""Adoption checks who signed the checkpoint it takes: a descriptor swapped for one naming another
+writer's checkpoint is said, or refused with ``require_signed``; a forged signature is damage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from handoff_files import HandoffStore, SignatureError, UntrustedSignerError
+from handoff_files.cli.main import main
+from handoff_files.signing.keys import SigningKey, create_key
+from handoff_files.transfers.adopt import adopt_checkpoint
+from handoff_files.transfers.blobs import LocalBlobStore, sha256_hex
+from handoff_files.transfers.descriptor import Descriptor
+from handoff_files.transfers.export import handoff_checkpoint
+from tests.conftest import ALICE
+
+pytestmark = pytest.mark.usefixtures("signing_home")
+
+
+def _exported(tmp_path: Path, name: str, key: SigningKey | None, blobs: LocalBlobStore) -> Descriptor:
+    store = HandoffStore(tmp_path / name, signing_key=False if key is None else key)
+    store.save({"narrative": f"{name}'s work"})
+    return handoff_checkpoint(store, blobs=blobs)
+
+
+def test_adoption_says_who_signed_the_checkpoint(tmp_path: Path, alice: SigningKey) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    result = adopt_checkpoint(_exported(tmp_path, "src", alice, blobs), tmp_path / "new", blobs=blobs)
+    assert result.signature is not None
+    assert result.signature.principal == ALICE
+    unsigned = adopt_checkpoint(_exported(tmp_path, "plain", None, blobs), tmp_path / "new2", blobs=blobs)
+    assert unsigned.signature is None
+
+
+@pytest.mark.parametrize("writer", ["stranger", "unsigned"])
+def test_a_swapped_descriptor_naming_an_untrusted_checkpoint_is_refused_when_signatures_are_required(
+    tmp_path: Path, alice: SigningKey, writer: str
+) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    mallory = create_key(tmp_path / "mallory") if writer == "stranger" else None
+    swapped = _exported(tmp_path, "src", mallory, blobs)  # a valid descriptor, of another writer's checkpoint
+    with pytest.raises(UntrustedSignerError, match="signed checkpoints are required"):
+        adopt_checkpoint(swapped, tmp_path / "new", blobs=blobs, require_signed=True)
+    assert not (tmp_path / "new").exists()
+    said = adopt_checkpoint(swapped, tmp_path / "new", blobs=blobs)
+    assert said.signature is None if mallory is None else not said.signature.trusted
+
+
+def test_a_checkpoint_whose_signature_does_not_verify_is_refused(tmp_path: Path, alice: SigningKey) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "one"})
+    old_signature = json.loads((tmp_path / "src" / "handoff.json").read_bytes())["seal"]["signature"]
+    store.save({"narrative": "two"})
+    document = json.loads((tmp_path / "src" / "handoff.json").read_bytes())
+    assert document["seal"]["signature"] != old_signature
+    document["seal"]["signature"] = old_signature  # a real signature, of generation 1's seal
+    data = json.dumps(document).encode()
+    blob_id = blobs.put(data)
+    descriptor = handoff_checkpoint(store, blobs=blobs).model_copy(
+        update={"blob_id": blob_id, "blob_sha256": sha256_hex(data)}
+    )
+    with pytest.raises(SignatureError, match="signature does not verify over its seal"):
+        adopt_checkpoint(descriptor, tmp_path / "new", blobs=blobs)
+    assert not (tmp_path / "new").exists()
+
+
+def test_handoff_adopt_says_the_signer_and_takes_require_signed(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    descriptor = tmp_path / "d.json"
+    descriptor.write_text(_exported(tmp_path, "src", alice, blobs).to_json(), encoding="utf-8")
+    assert main(["adopt", str(descriptor), str(tmp_path / "new"), "--blobs", str(tmp_path / "blobs")]) == 0
+    assert f"signed by {ALICE}" in capsys.readouterr().out
+    descriptor.write_text(_exported(tmp_path, "plain", None, blobs).to_json(), encoding="utf-8")
+    args = ["adopt", str(descriptor), str(tmp_path / "new2"), "--blobs", str(tmp_path / "blobs"), "--require-signed"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "not signed by a trusted key (unsigned)" in err
+    assert len(err.strip().splitlines()) == 1
