@@ -6,7 +6,8 @@ checked against each other: each one's ``parent`` must be the seal of the one be
 fork or a rewrite), and the numbers between the oldest and the newest kept must all be there (a
 save prunes only the oldest, so a hole in the middle is loss or removal, not retention). On a
 thread that is pinned (or when asked with *require_signed*), a generation newer than the oldest
-one a trusted key signed must be signed by a trusted key too. Reads only.
+one a trusted key signed must be signed by a trusted key too, and the newest trusted generation
+must not be older than the rollback anchor (:mod:`~handoff_files.thread.anchor`). Reads only.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.thread.anchor import anchor_of, rollback_of
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
 from handoff_files.thread.pins import pin_of
 from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
@@ -91,6 +93,8 @@ def verify_thread(
     problems += _strangers(good, entries, None if held is None else held.thread_id)
     if held is not None or require_signed:
         problems += _untrusted(entries)
+    if held is not None:
+        problems += _rolled_back(layout, good, entries)
     return ThreadCheck(layout.path, None if held is None else held.pinned_at, tuple(entries), tuple(problems))
 
 
@@ -181,3 +185,19 @@ def _untrusted(entries: list[CheckedGeneration]) -> list[str]:
         elif not entry.signature.trusted:
             problems.append(f"generation {entry.generation} ({entry.path.name}): {entry.signature.describe()}")
     return problems
+
+
+def _rolled_back(layout: ThreadDir, good: dict[int, Handoff], entries: list[CheckedGeneration]) -> list[str]:
+    """On a pinned thread: the newest trusted generation checked against the rollback anchor, as restore checks it."""
+    try:
+        anchor = anchor_of(layout.path)
+    except HandoffError as exc:
+        return [f"the rollback anchor cannot be read: {exc}"]
+    trusted = [e.generation for e in entries if e.problem is None and e.signature is not None and e.signature.trusted]
+    newest = max((n for n in trusted if n is not None and n in good), default=None)
+    if anchor is None or newest is None:
+        return []
+    handoff = good[newest]
+    first = good.get(1)
+    why = rollback_of(anchor, handoff.thread_id, newest, str(handoff.seal), None if first is None else str(first.seal))
+    return [] if why is None else [f"rolled back: {why}"]

@@ -18,6 +18,7 @@ from handoff_files.cli.main import main
 from handoff_files.signing.keys import SigningKey
 from handoff_files.thread.anchor import anchor_of
 from handoff_files.thread.pins import unpin
+from handoff_files.thread.verify import verify_thread
 
 pytestmark = pytest.mark.usefixtures("signing_home")
 
@@ -164,3 +165,19 @@ def test_an_anchor_others_can_write_is_used_for_nothing_and_said(tmp_path: Path,
     path.chmod(0o666)
     restored = HandoffStore(folder).restore()
     assert any(p.startswith("no rollback check: ") for p in restored.problems)
+
+
+def test_handoff_verify_reports_a_rolled_back_thread(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "one"})
+    assert verify_thread(folder).ok
+    rolled = _rolled_back_to_1(tmp_path / "second", alice)
+    check = verify_thread(rolled)
+    assert not check.ok
+    assert [p for p in check.problems if p.startswith("rolled back: the newest trusted generation here is 1")]
+    assert main(["verify", str(rolled)]) == 1
+    assert "rolled back" in capsys.readouterr().out
+    HandoffStore(rolled).restore(accept_rollback=True)  # accepted: the anchor moves, verify agrees again
+    assert verify_thread(rolled).ok
