@@ -160,8 +160,13 @@ def sign(message: bytes, key: Ed25519PrivateKey, *, namespace: str = NAMESPACE, 
     return "\n".join([_BEGIN, *lines, _END]) + "\n"
 
 
+#: signatures parsed lately, by their armored text: a restore parses one to verify it, then to name its signer
+_PARSED: dict[str, Signed] = {}
+_KEEP: Final = 256
+
+
 def parse(armored: str, where: str | os.PathLike[str]) -> Signed:
-    """Read an armored signature; nothing is verified.
+    """Read an armored signature; nothing is verified (one already read in this process is not read again).
 
     The armor as ``ssh-keygen`` writes it: the BEGIN line first (nothing before it, as
     ``ssh-keygen -Y verify`` requires), base64 lines of any width, the END line last. Stricter than
@@ -171,6 +176,9 @@ def parse(armored: str, where: str | os.PathLike[str]) -> Signed:
     :raises SignatureError: if it is not an Ed25519 SSHSIG signature of version 1 (too long,
         no armor, bad base64, cut short, bytes left over, another key type or hash).
     """
+    known = _PARSED.get(armored)
+    if known is not None:
+        return known
     if len(armored) > MAX_ARMORED:
         msg = f"a signature of {len(armored):,} characters, over the {MAX_ARMORED:,} an Ed25519 one can take"
         raise SignatureError(where, msg)
@@ -180,10 +188,14 @@ def parse(armored: str, where: str | os.PathLike[str]) -> Signed:
         raise SignatureError(where, msg)
     try:
         blob = base64.b64decode("".join(line.strip() for line in lines[1:-1]), validate=True)
-        return _read_blob(blob)
+        signed = _read_blob(blob)
     except (binascii.Error, WireError, ValueError) as exc:
         msg = f"not a valid SSH signature: {exc}"
         raise SignatureError(where, msg) from exc
+    if len(_PARSED) >= _KEEP:
+        _PARSED.clear()
+    _PARSED[armored] = signed
+    return signed
 
 
 def _read_blob(blob: bytes) -> Signed:

@@ -245,7 +245,7 @@ class SignerCheck:
             from handoff_files.signing.allowed import AllowedSigners  # noqa: PLC0415 -- only when signed
             from handoff_files.signing.revoked import REVOKED_NAME, load_revoked  # noqa: PLC0415
 
-            try:
+            try:  # read every time (a file edited in place is never missed), parsed once per text
                 self._trust = (
                     AllowedSigners.load(path, missing_ok=True),
                     load_revoked(path.parent / REVOKED_NAME, missing_ok=True),

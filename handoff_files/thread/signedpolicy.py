@@ -85,9 +85,12 @@ def _anchored(restored: Restored, layout: ThreadDir, *, accept_rollback: bool) -
     handoff = restored.handoff
     seal, first = str(handoff.seal), _first_seal(layout, handoff)
     try:
-        why = rollback_of(anchor_of(layout.path), handoff.thread_id, handoff.generation, seal, first)
+        anchor = anchor_of(layout.path)
     except RollbackError as exc:  # an anchor that is not this user's private file is used for nothing
         return _with(restored, [f"no rollback check: {exc}"])
+    why = rollback_of(anchor, handoff.thread_id, handoff.generation, seal, first)
+    if why is None and anchor is not None and (anchor.generation, anchor.seal) == (handoff.generation, seal):
+        return restored  # anchored here already: nothing to move (the usual restore)
     if why is not None and not accept_rollback:
         msg = (
             f"{why}; restoring would roll the thread back unseen. If you rolled it back yourself, accept it: "

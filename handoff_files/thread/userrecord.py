@@ -21,7 +21,7 @@ import orjson
 
 from handoff_files.foundation.atomic import read_bytes, write_durable
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
-from handoff_files.foundation.secret import key_path
+from handoff_files.foundation.secret import KEY_ENV, key_path
 
 __all__ = ["locked", "read_entries", "read_private", "record_path", "write_entries"]
 
@@ -29,9 +29,21 @@ _LIMIT: Final = 4 << 20
 _VERSION: Final = 1
 
 
+#: record paths by the name and the environment that places them (found once: every restore of a pinned thread asks)
+_PATHS: dict[tuple[str, str | None, str | None, str | None], Path] = {}
+
+
 def record_path(name: str) -> Path:
     """The record *name*, beside the acknowledgement key (``$XDG_STATE_HOME/handoff-files/``)."""
-    return key_path().parent / name
+    environ = os.environ
+    placed = (name, environ.get(KEY_ENV), environ.get("XDG_STATE_HOME"), environ.get("HOME"))
+    path = _PATHS.get(placed)
+    if path is None:
+        path = key_path().parent / name
+        if len(_PATHS) >= 64:
+            _PATHS.clear()
+        _PATHS[placed] = path
+    return path
 
 
 @contextlib.contextmanager
