@@ -4,9 +4,10 @@ The saver reads only the envelope's generation and the LangGraph record under
 ``state.data.langgraph``; building a whole :class:`~handoff_files.format.model.Handoff` for that
 costs pydantic's validation of every layer (and, in a fresh process, building its validator: ~5 ms
 of a first ``get_state``). So a checkpoint file whose bytes parse under the codec's strict rules,
-whose seal matches its content and whose generation and record have the shapes the saver needs is
-read from the parsed document alone. Anything else goes through the loader, which says exactly
-what is wrong (or reads what it can), so every refusal is the loader's.
+whose seal matches its content (and whose signature, if it has one, verifies over the seal) and
+whose generation and record have the shapes the saver needs is read from the parsed document
+alone. Anything else goes through the loader, which says exactly what is wrong (or reads what it
+can), so every refusal is the loader's (a signature that does not verify is ``SignatureError``).
 
 What this passes over is only the layers' schema, which the saver never reads: the seal proves the
 bytes are those its writer sealed (and the saver's own writer seals only validated handoffs), and
@@ -25,6 +26,7 @@ from handoff_files.format.loader import Origin, load
 from handoff_files.format.model import MAX_INT, NATIVE_VERSIONS, integral
 from handoff_files.foundation.atomic import read_bytes
 from handoff_files.foundation.errors import HandoffError, UnsupportedVersionError
+from handoff_files.thread.signatures import seal_signature_damage, verified
 
 __all__ = ["FORMAT", "CheckpointFile", "read_checkpoint", "record_in"]
 
@@ -67,7 +69,7 @@ def read_checkpoint(path: Path, *, origin: Origin = "store") -> CheckpointFile:
     found = _sealed_checkpoint(data, path)
     if found is not None:
         return found
-    handoff = load(path, follow_symlinks=False, origin=origin)  # says what is wrong, or reads it
+    handoff = verified(load(path, follow_symlinks=False, origin=origin), path)  # says what is wrong, or reads it
     return CheckpointFile(handoff.generation, record_in(handoff.state.data, path))
 
 
@@ -83,6 +85,9 @@ def _sealed_checkpoint(data: bytes, path: Path) -> CheckpointFile | None:
         seal = document["seal"]
         if not sealing.matches(sealing.canonical(document), seal["algorithm"], seal["digest"]):
             return None
+        signature = seal.get("signature")
+        if signature is not None and seal_signature_damage(f"{seal['algorithm']}:{seal['digest']}", signature, path):
+            return None  # a signature that does not verify is damage: the loader's path refuses it, saying why
         return CheckpointFile(document["generation"], record_in(document["state"].get("data"), path))
     except (HandoffError, ValueError):
         return None  # the loader says what is wrong

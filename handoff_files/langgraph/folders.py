@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from handoff_files.foundation.lock import writer_lock
 from handoff_files.langgraph.layout import (
@@ -17,6 +17,10 @@ from handoff_files.langgraph.layout import (
 from handoff_files.langgraph.spares import SPARES_DIR, Spares, recover, spare_owner, spares_of, to_recover
 from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.settings import Durability
+from handoff_files.thread.signatures import KeySource
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 __all__ = ["Folders"]
 
@@ -34,10 +38,14 @@ class Folders:
     :param root: the saver's root (the caller's: a link there is followed, as they named it).
     :param durability: each namespace's saves'.
     :param keep: the newest checkpoints each namespace keeps, or None for all.
+    :param signing_key: what each namespace's saves are signed with, as :class:`HandoffStore` takes it.
     """
 
-    def __init__(self, root: Path, *, durability: Durability, keep: int | None) -> None:
+    def __init__(self, root: Path, *, durability: Durability, keep: int | None, signing_key: KeyChoice = None) -> None:
         self.root = root
+        if signing_key is not None and signing_key is not False:  # an explicit key is read now: a bad one fails here
+            signing_key = KeySource(signing_key, root).key()
+        self.signing_key = signing_key
         self.durability: Durability = durability
         self.keep = keep
         self._namespaces: dict[Path, Namespace] = {}
@@ -64,7 +72,7 @@ class Folders:
         with self._lock:
             namespace = self._namespaces.get(path)
             if namespace is None:
-                namespace = Namespace(path, durability=self.durability, keep=self.keep)
+                namespace = Namespace(path, durability=self.durability, keep=self.keep, signing_key=self.signing_key)
                 self._namespaces[path] = namespace
             return namespace
 

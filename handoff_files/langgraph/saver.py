@@ -7,7 +7,7 @@ import copy
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -40,6 +40,9 @@ from handoff_files.langgraph.store import FORMAT, Entry, Namespace
 from handoff_files.langgraph.threads import DELTA_KEY, passed_over
 from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value, layers_of_state
 from handoff_files.thread.settings import DURABILITIES, Durability
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 __all__ = ["LAYER_KEYS", "HandoffSaver"]
 
@@ -83,6 +86,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         safe types. LangGraph adds the graph's schema types itself when ``LANGGRAPH_STRICT_MSGPACK``
         is set (see :meth:`with_allowlist`).
     :param layers: layer name → state key, to read the five layers from other keys.
+    :param signing_key: signs each checkpoint, as HandoffStore's (None: the configured key; False: none).
     :raises HandoffValidationError: for an *allowed_types* entry that is neither.
     """
 
@@ -95,6 +99,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         serde: Any = None,
         allowed_types: Iterable[type | tuple[str, str]] = (),
         layers: Mapping[str, str] | None = None,
+        signing_key: KeyChoice = None,
     ) -> None:
         self.root = Path(root).absolute()
         extra = type_keys(allowed_types, str(self.root))
@@ -115,7 +120,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         self.keep = keep
         self.layers = dict(LAYER_KEYS if layers is None else layers)
         #: the thread and namespace folders (shared by the copies :meth:`with_allowlist` makes)
-        self.folders = Folders(self.root, durability=durability, keep=keep)
+        self.folders = Folders(self.root, durability=durability, keep=keep, signing_key=signing_key)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> HandoffSaver:
         """A copy of the saver that also reads the types *extra_allowlist* names (LangGraph's hook).

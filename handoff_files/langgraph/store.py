@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
@@ -41,6 +41,9 @@ from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir, g
 from handoff_files.thread.redact import redact
 from handoff_files.thread.settings import Durability
 from handoff_files.thread.store import HandoffStore
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 __all__ = ["AGENT_ID", "FORMAT", "Entry", "Namespace", "Top", "record_of"]
 
@@ -93,6 +96,7 @@ class Namespace:
     :param keep: the newest checkpoints kept, or None for all.
     :param lock_timeout: seconds a write waits for another writer's lock (``handoff prune --wait``).
     :param on_lock_wait: told whom it waits for, as :class:`HandoffStore`'s is.
+    :param signing_key: what the saves are signed with, as :class:`HandoffStore` takes it.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class Namespace:
         keep: int | None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         on_lock_wait: OnLockWait | None = None,
+        signing_key: KeyChoice = None,
     ) -> None:
         self.path = path
         #: the folder's paths; the store itself is opened at its first use (a read needs none of it)
@@ -112,6 +117,7 @@ class Namespace:
             "keep": keep or _KEEP_ALL,
             "lock_timeout": lock_timeout,
             "on_lock_wait": on_lock_wait,
+            "signing_key": signing_key,
         }
         self._files: dict[tuple[str, int, int, int], Entry] = {}
         self._lock = threading.Lock()

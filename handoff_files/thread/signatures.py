@@ -42,6 +42,7 @@ __all__ = [
     "SignerCheck",
     "checked_signer",
     "default_allowed_signers",
+    "seal_signature_damage",
     "sign_document",
     "signature_damage",
     "signer_report",
@@ -136,10 +137,17 @@ def signature_damage(handoff: Handoff, where: str | os.PathLike[str]) -> str | N
     seal = handoff.seal
     if seal is None or seal.signature is None:
         return None
+    return seal_signature_damage(str(seal), seal.signature, where)
+
+
+def seal_signature_damage(seal: str, signature: object, where: str | os.PathLike[str]) -> str | None:
+    """Why *signature* (a file's ``seal.signature``) does not verify over the seal's text *seal*; None if it does."""
+    if not isinstance(signature, str):
+        return "its signature is not an armored SSH signature"
     from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
 
     try:
-        sshsig.verify(seal.signature, str(seal).encode(), where)
+        sshsig.verify(signature, seal.encode(), where)
     except SignatureError as exc:
         return f"its signature does not verify over its seal: {exc.reason}"
     return None
