@@ -159,6 +159,7 @@ def test_the_installed_wheel_migrates_old_samples_outside_the_source_tree(
     result = json.loads(done.stdout)
     assert result["schemas"] == [
         "descriptor-1.0.schema.json",
+        "descriptor-1.1.schema.json",
         "handoff-0.8.schema.json",
         "handoff-1.0.schema.json",
         "handoff-2.0.schema.json",

@@ -45,6 +45,7 @@ def cmd_export(args: argparse.Namespace) -> str:
         generation=args.generation,
         to_agent=args.to,
         summary=args.summary,
+        **signing_options(args),
     )
     text = descriptor.to_json() + "\n"
     if args.output is not None:
@@ -69,13 +70,16 @@ def cmd_adopt(args: argparse.Namespace) -> str:
         **signing_options(args),
     )
     if args.json:
-        signature = None if result.signature is None else dataclasses.asdict(result.signature)
-        return to_json(
-            {**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt), "signature": signature}
-        )
+        reports = {
+            name: None if report is None else dataclasses.asdict(report)
+            for name, report in (("signature", result.signature), ("descriptor_signature", result.descriptor_signature))
+        }
+        return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt), **reports})
     signer = "unsigned" if result.signature is None else result.signature.describe()
+    sender = result.descriptor_signature
+    sent = "" if sender is None else f" (descriptor {one_line(sender.describe())})"
     return (
-        f"adopted {result.adopted_from} ({result.checkpoint_id}), {one_line(signer)}, as generation "
+        f"adopted {result.adopted_from} ({result.checkpoint_id}), {one_line(signer)}{sent}, as generation "
         f"{result.receipt.generation} of thread {result.new_thread_id}; blob {result.blob_id[:12]}… sha256 and seal "
         "verified\n"
     )

@@ -28,6 +28,15 @@ def add_transfer_commands(add: Add) -> None:
     p.add_argument("--generation", type=positive, metavar="N", help="which generation (default: the newest verified)")
     p.add_argument("--summary", help="a line for the receiver (default: the narrative's first sentence, next step)")
     p.add_argument("-o", "--output", metavar="FILE", help=f"also write the descriptor to FILE: {OUTPUT_RULE}")
+    signing = p.add_mutually_exclusive_group()
+    signing.add_argument(
+        "--sign-with",
+        metavar="KEYFILE",
+        help="sign the descriptor (version 1.1) with this OpenSSH Ed25519 key (default: the configured key, if any)",
+    )
+    signing.add_argument(
+        "--no-sign", action="store_true", help="do not sign (a 1.0 descriptor), even with a key configured"
+    )
 
     p = add(
         "adopt",
@@ -42,7 +51,7 @@ def add_transfer_commands(add: Add) -> None:
     p.add_argument(
         "--require-signed",
         action="store_true",
-        help="refuse a checkpoint not signed by a key allowed_signers trusts (who signed is said either way)",
+        help="refuse a checkpoint or descriptor not signed by a key allowed_signers trusts (who signed is said anyway)",
     )
     _add_inbox_commands(add)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
@@ -17,7 +17,7 @@ from handoff_files.foundation.errors import (
     UntrustedSignerError,
 )
 from handoff_files.thread.results import SaveReceipt
-from handoff_files.thread.signatures import SignatureReport, signer_report, verified
+from handoff_files.thread.signatures import SignatureReport, SignerCheck, signer_report, verified
 from handoff_files.thread.store import HandoffStore
 from handoff_files.transfers.blob_layout import sha256_hex
 from handoff_files.transfers.blobs import BlobStore
@@ -26,7 +26,9 @@ from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
 if TYPE_CHECKING:
     from handoff_files.thread.signatures import KeyChoice
 
-__all__ = ["AdoptResult", "adopt_checkpoint", "verify_checkpoint"]
+__all__ = ["AdoptResult", "adopt_checkpoint", "descriptor_signer", "verify_checkpoint"]
+
+_DESCRIPTOR: Final = "<descriptor>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,8 @@ class AdoptResult:
     receipt: SaveReceipt  # generation 1 of the new thread
     #: who signed the adopted generation, as this user's allowed_signers sees it; None: unsigned
     signature: SignatureReport | None = None
+    #: who signed the descriptor (1.1), verified; None: unsigned
+    descriptor_signature: SignatureReport | None = None
 
 
 def _get(blobs: BlobStore, blob_id: str) -> bytes:
@@ -93,7 +97,21 @@ def verify_checkpoint(
             why = "unsigned" if report is None else report.distrust
             msg = f"{wanted.source} is not signed by a trusted key ({why}); signed checkpoints are required: refused"
             raise UntrustedSignerError(where, msg + ", nothing written")
+        sender = descriptor_signer(wanted, allowed_signers=allowed_signers)
+        if sender is None or not sender.trusted:
+            why = "unsigned" if sender is None else sender.distrust
+            msg = f"the descriptor of {wanted.source} is not signed by a trusted key ({why}); signed descriptors are "
+            raise UntrustedSignerError(_DESCRIPTOR, msg + "required: refused, nothing written")
     return handoff
+
+
+def descriptor_signer(
+    descriptor: Descriptor, *, allowed_signers: str | os.PathLike[str] | None = None
+) -> SignatureReport | None:
+    """Who signed *descriptor* (its signature verified when it was parsed), at its ``created_at``; None if unsigned."""
+    if descriptor.signature is None:
+        return None
+    return SignerCheck(_path(allowed_signers)).signer(descriptor.signature, descriptor.created_at, _DESCRIPTOR)
 
 
 def _path(name: str | os.PathLike[str] | None) -> Path | None:
@@ -119,8 +137,8 @@ def adopt_checkpoint(
     :param new_thread_dir: an empty or missing directory; its name is the new thread's id.
     :param agent_id: the adopting agent (default: the directory name, as for any new thread).
     :param signing_key: the key that signs the new generation, as :class:`HandoffStore` takes it.
-    :param require_signed: refuse a checkpoint not signed by a key *allowed_signers* (default: the
-        user's) trusts. Without it, who signed is checked all the same and reported in the result.
+    :param require_signed: refuse a checkpoint, or a descriptor, not signed by a key *allowed_signers*
+        (default: the user's) trusts. Without it, who signed is checked all the same and reported.
     :raises DescriptorError: a malformed descriptor, one without a hash, or of an unknown version.
     :raises TransferRefusedError: the target already holds handoffs.
     :raises BlobNotFoundError, BlobError: the blob cannot be fetched (never taken as empty).
@@ -137,6 +155,7 @@ def adopt_checkpoint(
         raise TransferRefusedError(target.path, msg)
     handoff = verify_checkpoint(wanted, blobs=blobs, require_signed=require_signed, allowed_signers=allowed_signers)
     report = signer_report(handoff, f"blob {wanted.blob_id}", allowed_signers=_path(allowed_signers))
+    sender = descriptor_signer(wanted, allowed_signers=allowed_signers)
     receipt = target.adopt(
         handoff,
         {
@@ -148,4 +167,6 @@ def adopt_checkpoint(
         },
     )
     # a new thread takes its id from its directory's name (the store refuses an invalid one)
-    return AdoptResult(wanted.source, target.path.name, wanted.checkpoint_id, wanted.blob_id, True, receipt, report)
+    return AdoptResult(
+        wanted.source, target.path.name, wanted.checkpoint_id, wanted.blob_id, True, receipt, report, sender
+    )

@@ -9,25 +9,30 @@ from typing import Annotated, Any, Final, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from handoff_files.format import seal as sealing
 from handoff_files.format.codec import parse_json
 from handoff_files.format.loader import describe
 from handoff_files.format.model import Generation, Id, Timestamp
 from handoff_files.format.schema import SCHEMA_DIR, model_schema, render_schema
-from handoff_files.foundation.errors import DescriptorError, HandoffParseError, HandoffTooLargeError
+from handoff_files.foundation.errors import DescriptorError, HandoffParseError, HandoffTooLargeError, SignatureError
 
 __all__ = [
     "DESCRIPTOR_SCHEMA_FILE",
     "DESCRIPTOR_VERSION",
     "DESCRIPTOR_VERSIONS",
+    "UNSIGNED_VERSION",
     "Descriptor",
     "descriptor_schema",
     "parse_descriptor",
 ]
 
-#: The version :func:`handoff_checkpoint` writes.
-DESCRIPTOR_VERSION: Final = "1.0"
-#: The versions this library reads.
-DESCRIPTOR_VERSIONS: Final = ("1.0",)
+#: The newest version: what :func:`handoff_checkpoint` writes for a signed descriptor (an unsigned one is
+#: written as 1.0, which every release reads).
+DESCRIPTOR_VERSION: Final = "1.1"
+#: The versions this library reads: 1.1 is 1.0 with an optional ``signature``.
+DESCRIPTOR_VERSIONS: Final = ("1.0", "1.1")
+#: The version of an unsigned descriptor.
+UNSIGNED_VERSION: Final = "1.0"
 #: A descriptor is small: past this many bytes of JSON it is refused unread.
 MAX_DESCRIPTOR_BYTES: Final = 64 * 1024
 #: Where the descriptor's schema lives in a source checkout.
@@ -42,12 +47,14 @@ class Descriptor(BaseModel):
 
     ``source`` is ``"<thread_id>:<generation>"``; ``checkpoint_id`` the seal of that generation
     (``algorithm:digest``); ``blob_id`` its id in the blob store and ``blob_sha256`` the sha256 of
-    the blob's bytes, which the receiver recomputes before trusting anything.
+    the blob's bytes, which the receiver recomputes before trusting anything. ``signature`` (1.1
+    only): the exporter's SSHSIG signature over :meth:`signed_text`, verified whenever a
+    descriptor is parsed (docs/signing.md).
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    descriptor_version: Literal["1.0"]
+    descriptor_version: Literal["1.0", "1.1"]
     source: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}:[1-9][0-9]{0,18}$")]
     agent_id: Id
     thread_id: Id
@@ -58,15 +65,32 @@ class Descriptor(BaseModel):
     to_agent: Id | None = None
     summary: Annotated[str, StringConstraints(max_length=2000)] | None = None
     created_at: Timestamp
+    signature: Annotated[str, StringConstraints(max_length=4096)] | None = None
 
     def to_json(self) -> str:
         """The descriptor as one line of JSON (what ``handoff export`` prints)."""
         return self.model_dump_json()
 
+    def signed_text(self) -> str:
+        """``blake3:DIGEST`` of the descriptor's canonical JSON without its signature: what its signature signs."""
+        document = self.model_dump(mode="json", exclude={"signature"})
+        return f"blake3:{sealing.digest(sealing.canonical(document), 'blake3')}"
+
+    @pydantic.model_serializer(mode="wrap")
+    def _without_no_signature(self, handler: pydantic.SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # an unsigned descriptor is written as 1.0 has always been: no "signature" key (1.0 readers forbid it)
+        document: dict[str, Any] = handler(self)
+        if document.get("signature", 0) is None:
+            del document["signature"]
+        return document
+
     @pydantic.model_validator(mode="after")
     def _source_matches(self) -> Descriptor:
         if self.source != f"{self.thread_id}:{self.generation}":
             msg = f"source {self.source!r} does not name thread {self.thread_id!r} generation {self.generation}"
+            raise ValueError(msg)
+        if self.signature is not None and self.descriptor_version == UNSIGNED_VERSION:
+            msg = f"descriptor_version {UNSIGNED_VERSION} holds no signature (a signed one is {DESCRIPTOR_VERSION})"
             raise ValueError(msg)
         return self
 
@@ -77,9 +101,10 @@ def parse_descriptor(value: Descriptor | Mapping[str, Any] | str | bytes) -> Des
     :raises DescriptorError: if it is not strict JSON (duplicate keys and NaN included), is larger
         than :data:`MAX_DESCRIPTOR_BYTES`, has no ``blob_sha256``, is of an unknown
         ``descriptor_version``, or is otherwise malformed; the message says which.
+    :raises SignatureError: if it is signed and the signature does not verify (edited since).
     """
     if isinstance(value, Descriptor):
-        return value
+        return _verified(value)
     if isinstance(value, str | bytes):
         value = _read_json(value)
     if not isinstance(value, Mapping):
@@ -93,10 +118,25 @@ def parse_descriptor(value: Descriptor | Mapping[str, Any] | str | bytes) -> Des
         msg = "descriptor has no blob_sha256: a blob whose hash cannot be checked is never adopted"
         raise DescriptorError(_WHERE, msg)
     try:
-        return Descriptor.model_validate(dict(value))
+        descriptor = Descriptor.model_validate(dict(value))
     except pydantic.ValidationError as exc:
         msg = f"not a valid descriptor: {describe(exc)}"
         raise DescriptorError(_WHERE, msg) from exc
+    return _verified(descriptor)
+
+
+def _verified(descriptor: Descriptor) -> Descriptor:
+    """*descriptor*, once its signature (if any) verifies over :meth:`Descriptor.signed_text`."""
+    if descriptor.signature is None:
+        return descriptor
+    from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed descriptor loads the signing layer
+
+    try:
+        sshsig.verify(descriptor.signature, descriptor.signed_text().encode(), _WHERE)
+    except SignatureError as exc:
+        msg = f"the descriptor's signature does not verify over it (edited since it was signed): {exc.reason}"
+        raise SignatureError(_WHERE, msg) from exc
+    return descriptor
 
 
 def _read_json(text: str | bytes) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from handoff_files.format.codec import MAX_FILE_BYTES, render
 from handoff_files.format.loader import decode
@@ -14,10 +15,14 @@ from handoff_files.foundation.errors import BlobError, HandoffError, NoHandoffEr
 from handoff_files.foundation.names import check_id
 from handoff_files.thread.layout import EXTENSIONS
 from handoff_files.thread.recovery import journal_saves, summary_fields
+from handoff_files.thread.signatures import KeySource
 from handoff_files.thread.store import HandoffStore
 from handoff_files.transfers.blob_layout import sha256_hex
 from handoff_files.transfers.blobs import BlobStore
-from handoff_files.transfers.descriptor import DESCRIPTOR_VERSION, Descriptor
+from handoff_files.transfers.descriptor import DESCRIPTOR_VERSION, UNSIGNED_VERSION, Descriptor
+
+if TYPE_CHECKING:
+    from handoff_files.thread.signatures import KeyChoice
 
 __all__ = ["checkpoint_bytes", "handoff_checkpoint"]
 
@@ -69,6 +74,7 @@ def handoff_checkpoint(
     generation: int | None = None,
     to_agent: str | None = None,
     summary: str | None = None,
+    signing_key: KeyChoice = None,
 ) -> Descriptor:
     """Export a sealed generation to *blobs* and return the descriptor another agent adopts it by.
 
@@ -78,17 +84,21 @@ def handoff_checkpoint(
     :param generation: default: the newest verified generation.
     :param to_agent: the agent meant to adopt it, if known.
     :param summary: a line for the receiver; default: the narrative's first sentence and the next step.
+    :param signing_key: signs the descriptor (version 1.1), as :class:`HandoffStore` takes a key
+        (None: the configured one, if any; False: none, a 1.0 descriptor).
+    :raises SigningKeyError: if the key cannot be used.
     :raises HandoffError: if the generation cannot be read (see :func:`checkpoint_bytes`) or the
         blob store refuses (``BlobError``).
     """
     source = store_of(store)
+    key = KeySource(signing_key, source.path).key()
     if to_agent is not None:
         check_id(to_agent, "to_agent", source.path)
     data, handoff = checkpoint_bytes(source, generation)
     blob_id = _put(blobs, data)
     document = handoff.model_dump(mode="json")
     descriptor = Descriptor(
-        descriptor_version=DESCRIPTOR_VERSION,
+        descriptor_version=UNSIGNED_VERSION if key is None else DESCRIPTOR_VERSION,
         source=f"{handoff.thread_id}:{handoff.generation}",
         agent_id=handoff.agent_id,
         thread_id=handoff.thread_id,
@@ -100,6 +110,8 @@ def handoff_checkpoint(
         summary=(summary if summary is not None else summary_fields(document)["summary"])[:2000],
         created_at=utc_now(),
     )
+    if key is not None:
+        descriptor = descriptor.model_copy(update={"signature": key.sign(descriptor.signed_text().encode())})
     source.record(
         "exported",
         generation=handoff.generation,

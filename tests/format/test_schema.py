@@ -19,6 +19,8 @@ FROZEN: Final = {
     "handoff-1.0.schema.json": "0936e4b8a407f104f3bb55be38797fe313446e2f0a775640993a0a34d4f340cc",
     # generated from the 2.0 models while 2.0 was current (up to 8452ed3), frozen when 2.1 added seal.signature
     "handoff-2.0.schema.json": "e4d09c16c66c6bc67e2c7a8899ea9365a27e53486f15df6a293939a74773bed1",
+    # generated while descriptor 1.0 was current, frozen when 1.1 added the optional signature
+    "descriptor-1.0.schema.json": "68da044657d268fd0485fe0a1f4cd02cd6724043a710aef2aad9e02fb22935e1",
 }
 
 

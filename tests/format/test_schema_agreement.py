@@ -26,6 +26,7 @@ from handoff_files.format.schema import SCHEMA_FILE
 from handoff_files.foundation.errors import (
     DescriptorError,
     HandoffError,
+    SignatureError,
     UnsealedEditError,
 )
 from handoff_files.transfers.descriptor import DESCRIPTOR_SCHEMA_FILE, parse_descriptor
@@ -103,7 +104,7 @@ def library_accepts_handoff(text: str) -> bool:
 def library_accepts_descriptor(text: str) -> bool:
     try:
         parse_descriptor(text)
-    except DescriptorError:
+    except (DescriptorError, SignatureError):
         return False
     return True
 
@@ -136,6 +137,11 @@ def _source_disagrees(document: Any) -> bool:
     return document.get("source") != f"{thread}:{generation}"
 
 
+def _signed(document: Any) -> bool:
+    """A descriptor with a signature: the library verifies it (and refuses one in a 1.0 descriptor); a schema cannot."""
+    return isinstance(document, dict) and document.get("signature") is not None
+
+
 #: Each rule the library keeps and the JSON Schema cannot express, with how to recognise it.
 HANDOFF_GAPS: Final[dict[str, Callable[[Any], bool]]] = {
     "a date-time naming 29 February of a year that is not a leap year": _impossible_leap_day,
@@ -143,6 +149,7 @@ HANDOFF_GAPS: Final[dict[str, Callable[[Any], bool]]] = {
 DESCRIPTOR_GAPS: Final[dict[str, Callable[[Any], bool]]] = {
     **HANDOFF_GAPS,
     "a descriptor's source that is not its thread_id:generation": _source_disagrees,
+    "a descriptor's signature, which must verify over it (and only a 1.1 descriptor holds one)": _signed,
 }
 
 
@@ -382,6 +389,14 @@ def test_the_schema_and_the_library_agree_on_every_single_change_of_a_full_docum
             {**DESCRIPTOR, "source": "thread:4"},
             "a descriptor's source that is not its thread_id:generation",
             id="descriptor-source",
+        ),
+        pytest.param(
+            DESCRIPTOR_SCHEMA,
+            library_accepts_descriptor,
+            DESCRIPTOR_GAPS,
+            {**DESCRIPTOR, "descriptor_version": "1.1", "signature": "-----BEGIN SSH SIGNATURE-----\nAAAA\n"},
+            "a descriptor's signature, which must verify over it (and only a 1.1 descriptor holds one)",
+            id="descriptor-signature",
         ),
     ],
 )

@@ -10,10 +10,11 @@ import pytest
 
 from handoff_files import HandoffStore, SignatureError, UntrustedSignerError
 from handoff_files.cli.main import main
+from handoff_files.foundation.errors import DescriptorError
 from handoff_files.signing.keys import SigningKey, create_key
 from handoff_files.transfers.adopt import adopt_checkpoint
 from handoff_files.transfers.blobs import LocalBlobStore, sha256_hex
-from handoff_files.transfers.descriptor import Descriptor
+from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
 from handoff_files.transfers.export import handoff_checkpoint
 from tests.conftest import ALICE
 
@@ -82,3 +83,49 @@ def test_handoff_adopt_says_the_signer_and_takes_require_signed(
     err = capsys.readouterr().err
     assert "not signed by a trusted key (unsigned)" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_descriptor_exported_with_a_key_is_signed_and_its_signer_reported(tmp_path: Path, alice: SigningKey) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "work"})
+    signed = handoff_checkpoint(store, blobs=blobs, to_agent="beta", signing_key=alice)
+    assert signed.descriptor_version == "1.1"
+    assert signed.signature is not None
+    unsigned = handoff_checkpoint(store, blobs=blobs, signing_key=False)
+    assert unsigned.descriptor_version == "1.0"
+    assert "signature" not in json.loads(unsigned.to_json())  # as 1.0 readers know it
+    result = adopt_checkpoint(signed.to_json(), tmp_path / "new", blobs=blobs, require_signed=True)
+    assert result.descriptor_signature is not None
+    assert result.descriptor_signature.principal == ALICE
+    with pytest.raises(UntrustedSignerError, match="the descriptor of src:1 is not signed by a trusted key"):
+        adopt_checkpoint(unsigned, tmp_path / "new2", blobs=blobs, require_signed=True)
+    assert not (tmp_path / "new2").exists()
+
+
+@pytest.mark.parametrize("change", [{"to_agent": "mallory"}, {"summary": "delete everything"}, {"generation": 1}])
+def test_a_signed_descriptor_edited_after_signing_is_refused(
+    tmp_path: Path, alice: SigningKey, change: dict[str, object]
+) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "one"})
+    store.save({"narrative": "two"})
+    document = json.loads(handoff_checkpoint(store, blobs=blobs, to_agent="beta", signing_key=alice).to_json())
+    document.update(change)
+    document["source"] = f"{document['thread_id']}:{document['generation']}"
+    with pytest.raises(SignatureError, match="the descriptor's signature does not verify over it"):
+        parse_descriptor(json.dumps(document))
+    with pytest.raises(SignatureError):
+        adopt_checkpoint(json.dumps(document), tmp_path / "new", blobs=blobs)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_1_0_descriptor_carrying_a_signature_is_refused(tmp_path: Path, alice: SigningKey) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "one"})
+    document = json.loads(handoff_checkpoint(store, blobs=blobs, signing_key=alice).to_json())
+    document["descriptor_version"] = "1.0"
+    with pytest.raises(DescriptorError, match=r"descriptor_version 1\.0 holds no signature"):
+        parse_descriptor(json.dumps(document))
