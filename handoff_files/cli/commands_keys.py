@@ -82,7 +82,7 @@ def cmd_keys(args: argparse.Namespace) -> str:
     }
     if args.json:
         return to_json(record)
-    made = f"made {key.path} (private, mode 0600) and {key.path.name}.pub\n" if args.action == "create" else ""
+    made = f"made {key.path} (private, mode 0600) and {key.path}.pub\n" if args.action == "create" else ""
     return (
         f"{made}key {key.path}\nfingerprint {key.fingerprint}\n"
         f"to trust what it signs, add this line to allowed_signers ({keys.config_dir() / 'allowed_signers'}, "

@@ -33,6 +33,7 @@ from handoff_files.foundation.errors import (
     SealError,
     SignatureError,
     UnknownRequestError,
+    UntrustedSignerError,
 )
 from handoff_files.foundation.lock import LOCK_NAME, WriterLock
 from handoff_files.foundation.shared_mode import check_shared, create_file, make_dir, write_durable_mode
@@ -216,7 +217,13 @@ class RequestFiles:
         """
         path = self.file(record.handoff_id)
         data = self.render(record) if data is None else data
-        written = self.decode(data, path)  # read as every reader will, before anything is written
+        try:
+            written = self.decode(data, path)  # read as every reader will, before anything is written
+        except UntrustedSignerError as exc:
+            key = self.key.key() if self.key is not None else None
+            why = "no signing key: pass --sign-with KEYFILE" if key is None else f"{key.fingerprint} is not trusted"
+            msg = f"refused, nothing written: signed requests are required here, and this change cannot be ({why})"
+            raise UntrustedSignerError(path, msg) from exc
         write_durable_mode(path, data, shared=self.shared)
         return written
 

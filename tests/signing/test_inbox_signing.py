@@ -168,8 +168,11 @@ def test_requiring_signatures_without_a_trusted_key_refuses_the_change_before_wr
     asked = HandoffInbox(tmp_path / "inbox", signing_key=alice).request_handoff("a", "b", "take it")
     path = _file(HandoffInbox(tmp_path / "inbox"), asked.handoff_id)
     before = path.read_bytes()
-    with pytest.raises(UntrustedSignerError):
+    with pytest.raises(UntrustedSignerError, match=r"refused, nothing written: .* \(no signing key"):
         HandoffInbox(tmp_path / "inbox", signing_key=False, require_signed=True).accept_handoff(asked.handoff_id)
+    stranger = create_key(tmp_path / "stranger")
+    with pytest.raises(UntrustedSignerError, match=re.escape(f"({stranger.fingerprint} is not trusted")):
+        HandoffInbox(tmp_path / "inbox", signing_key=stranger, require_signed=True).accept_handoff(asked.handoff_id)
     assert path.read_bytes() == before
     with pytest.raises(UntrustedSignerError):
         HandoffInbox(tmp_path / "inbox", signing_key=False, require_signed=True).request_handoff("a", "b", "x")
