@@ -25,7 +25,7 @@ def test_create_makes_the_configured_key_and_show_reads_it(tmp_path: Path, env: 
     assert done.returncode == 0, done.stderr
     key = tmp_path / "config" / "handoff-files" / "signing_key"
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
-    assert f"made {key} (private, mode 0600) and signing_key.pub" in done.stdout
+    assert f"made {key} (private, mode 0600) and {key}.pub" in done.stdout
     made = load_signing_key(key)
     line = f'agent@ci namespaces="handoff-files" {made.public_line}'
     assert done.stdout.endswith(f"{line}\n")
