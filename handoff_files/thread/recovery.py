@@ -234,7 +234,9 @@ def acknowledge(thread: ThreadSettings, restored: Restored, *, with_code: bool) 
     with thread.lock.held():
         at = iso_z()  # taken under the lock, so the lines' times keep their order
         # with the code, the line proves it: a MAC under the per-user key, which a folder writer lacks
-        proof: dict[str, Any] = proof_fields(restored.handoff, at) if with_code else {}
+        # and, with a signing key, a signature over the same: proof another user can check
+        key = thread.keys.key() if with_code and thread.keys is not None else None
+        proof: dict[str, Any] = proof_fields(restored.handoff, at, key) if with_code else {}
         thread.journal.append(
             RESUMED,
             generation=restored.generation,
