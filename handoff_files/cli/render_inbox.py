@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from handoff_files.cli.render import one_line, short_value, wrap
 from handoff_files.cli.terminal import fit, moment, terminal
-from handoff_files.foundation.errors import UntrustedSignerError
 
 if TYPE_CHECKING:  # annotations only: `show` never loads the inbox
     from handoff_files.inbox.request import InboxRequest
@@ -23,6 +22,7 @@ def request_table(
     :param short_ids: full id → what to show of it (``HandoffInbox.abbreviate_ids()``); an id not in it is shown whole.
     """
     # imported here: only the inbox commands render requests, and `show` never loads the inbox
+    from handoff_files.inbox.request import problem_kind  # noqa: PLC0415 -- see the comment above
     from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- see the comment above
 
     shown = [(r, (short_ids or {}).get(r.handoff_id, r.handoff_id)) for r in requests]
@@ -36,13 +36,8 @@ def request_table(
             f"{handoff_id:<{width}}  {r.status.value:<9} p{r.priority:<3} {who:<28} {moment(r.created_at)}"
             f"{deadline}  {reason}"
         )
-    lines += [f"note: skipped {_kind(problem)} request: {problem}" for problem in problems]
+    lines += [f"note: skipped {problem_kind(problem)} request: {problem}" for problem in problems]
     return "\n".join(lines) + "\n" if lines else "(no requests)\n"
-
-
-def _kind(problem: object) -> str:
-    """``a damaged``, or ``an untrusted`` for a request refused for its signer (``require_signed``)."""
-    return "an untrusted" if isinstance(problem, UntrustedSignerError) else "a damaged"
 
 
 def request_detail(request: InboxRequest) -> str:

@@ -17,7 +17,6 @@ from handoff_files.foundation.errors import (
     InvalidNameError,
     InvalidTransitionError,
     UnknownRequestError,
-    UntrustedSignerError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
 from handoff_files.foundation.names import check_id
@@ -35,6 +34,7 @@ from handoff_files.inbox.request import (
     check_text,
     check_timeout,
     is_handoff_id,
+    problem_kind,
     since,
     urgency,
 )
@@ -362,8 +362,7 @@ class HandoffInbox:
         for problem in problems:
             if (problem.path, problem.reason) not in self._reported:
                 self._reported.add((problem.path, problem.reason))
-                kind = "an untrusted" if isinstance(problem, UntrustedSignerError) else "a damaged"
-                logger.warning("handoff inbox: skipped %s request: %s", kind, problem)
+                logger.warning("handoff inbox: skipped %s request: %s", problem_kind(problem), problem)
         self.problems = tuple(problems)
         return records
 

@@ -8,15 +8,17 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from handoff_files.format.model import MAX_DATA_DEPTH, MAX_INT, MAX_UINT, MIN_INT, Id
 from handoff_files.foundation.clock import iso_z
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, UntrustedSignerError
 from handoff_files.inbox.capabilities import CAPABILITY_PATTERN, check_capabilities
 from handoff_files.inbox.status import HandoffStatus
+from handoff_files.thread.signatures import SignatureReport
 from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "check_text",
     "check_timeout",
     "is_handoff_id",
+    "problem_kind",
     "since",
     "urgency",
 ]
@@ -94,10 +97,7 @@ class RequestSignature(BaseModel):
 
     def describe(self) -> str:
         """One line: ``signed by alice@example.com (SHA256:…)``, or ``not trusted: `` and why."""
-        if self.principal is not None:
-            return f"signed by {self.principal} ({self.fingerprint})"
-        problem = self.problem or "no reason given"
-        return f"not trusted: {problem if self.fingerprint in problem else f'signed by {self.fingerprint}: {problem}'}"
+        return SignatureReport(self.fingerprint, self.principal, self.problem, Path()).describe()
 
 
 class InboxRequest(BaseModel):
@@ -148,6 +148,12 @@ class InboxRequest(BaseModel):
 def is_handoff_id(text: object) -> bool:
     """Whether *text* is an id this inbox makes (a uuid4 in 32 lowercase hex digits)."""
     return isinstance(text, str) and re.fullmatch(_HANDOFF_ID, text) is not None
+
+
+def problem_kind(problem: object) -> str:
+    """``a damaged``, or ``an untrusted`` for a request refused for its signer (``require_signed``): how a
+    listing names a request it skipped."""
+    return "an untrusted" if isinstance(problem, UntrustedSignerError) else "a damaged"
 
 
 def since(record: InboxRequest) -> str:
