@@ -133,8 +133,11 @@ def test_in_save_kills_land_inside_saves_and_the_thread_still_restores(tmp_path:
 
 
 def test_random_mode_kills_within_the_span(tmp_path: Path) -> None:
-    run = Killer(tmp_path, seed=5).run(agent(30), kills=4, when="random", span=0.4)
-    run.assert_finished(names(30))
+    # each step sleeps 0.05 s, so a start killed within 0.4 s makes at most 8 saves: 4 kills leave
+    # at most 32 of the 40 steps done however fast the machine is (with 2 ms steps, a fast machine
+    # once finished the task before the fourth kill was due)
+    run = Killer(tmp_path, seed=5).run(agent(40, delay=0.05), kills=4, when="random", span=0.4)
+    run.assert_finished(names(40))
     assert all(0 <= kill.seconds <= 0.4 + 0.1 for kill in run.kills), run.kills
 
 
