@@ -33,6 +33,13 @@ def add_agent_commands(add: Add) -> None:
     )
     p.add_argument("dir", metavar="THREAD", help="thread directory")
     p.add_argument("code", metavar="CODE", help="the briefing's acknowledgement code (XXXX-XXXX)")
+    signing = p.add_mutually_exclusive_group()
+    signing.add_argument(
+        "--sign-with",
+        metavar="KEYFILE",
+        help="sign the acknowledgement with this OpenSSH Ed25519 key file (default: the configured key, if any)",
+    )
+    signing.add_argument("--no-sign", action="store_true", help="do not sign it, even with a key configured")
 
     p = add(
         "mcp",

@@ -28,7 +28,10 @@ def cmd_brief(args: argparse.Namespace) -> str:
 
 
 def cmd_acknowledge(args: argparse.Namespace) -> str:
-    """``handoff acknowledge THREAD CODE``: the agent read the current generation's briefing."""
+    """``handoff acknowledge THREAD CODE``: the agent read the current generation's briefing.
+
+    ``--sign-with KEYFILE`` / ``--no-sign`` choose the key that signs the "resumed" line (default: the configured one).
+    """
     from handoff_files.cli.commands import lock_options  # noqa: PLC0415
     from handoff_files.thread.store import HandoffStore  # noqa: PLC0415
 

@@ -59,7 +59,7 @@ def cmd_adopt(args: argparse.Namespace) -> str:
     from handoff_files.transfers.adopt import adopt_checkpoint  # noqa: PLC0415 -- per command: start-up cost
     from handoff_files.transfers.blobs import open_blobs  # noqa: PLC0415 -- imported per command: start-up cost
 
-    data, _ = read_input(args.descriptor)
+    data, where = read_input(args.descriptor)
     blobs = open_blobs(args.blobs, shared=args.shared)
     result = adopt_checkpoint(
         data,
@@ -67,6 +67,7 @@ def cmd_adopt(args: argparse.Namespace) -> str:
         blobs=blobs,
         agent_id=args.agent_id,
         require_signed=args.require_signed,
+        where=where,  # errors name the descriptor's file (or <stdin>)
         **signing_options(args),
     )
     if args.json:
@@ -77,11 +78,11 @@ def cmd_adopt(args: argparse.Namespace) -> str:
         return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt), **reports})
     signer = "unsigned" if result.signature is None else result.signature.describe()
     sender = result.descriptor_signature
-    sent = "" if sender is None else f" (descriptor {one_line(sender.describe())})"
+    sent = "unsigned" if sender is None else sender.describe()
     return (
-        f"adopted {result.adopted_from} ({result.checkpoint_id}), {one_line(signer)}{sent}, as generation "
+        f"adopted {result.adopted_from} ({result.checkpoint_id}), {one_line(signer)}, as generation "
         f"{result.receipt.generation} of thread {result.new_thread_id}; blob {result.blob_id[:12]}… sha256 and seal "
-        "verified\n"
+        f"verified\n  descriptor: {one_line(sent)}\n  addressed to: {result.to_agent or 'no agent named'}\n"
     )
 
 
@@ -118,8 +119,13 @@ def cmd_inbox_list(args: argparse.Namespace) -> str:
 def cmd_inbox_request(args: argparse.Namespace) -> str:
     """``handoff inbox DIR request``: exit 1 when the capability gate refuses it (nothing is stored then)."""
     from handoff_files.inbox.lifecycle import DEFAULT_PRIORITY  # noqa: PLC0415 -- imported per command: start-up cost
+    from handoff_files.transfers.descriptor import parse_descriptor  # noqa: PLC0415 -- per command: start-up cost
 
-    descriptor = None if args.descriptor is None else read_input(args.descriptor)[0]
+    # parsed here, so that what is wrong with it names its file (or <stdin>)
+    descriptor = None
+    if args.descriptor is not None:
+        data, where = read_input(args.descriptor)
+        descriptor = parse_descriptor(data, where=where)
     inbox = _inbox(args, registry=args.registry)
     if args.to is None and inbox.registry is None:
         msg = "name the agent asked with --to: this inbox has no agent registry (--registry) to route the request by"

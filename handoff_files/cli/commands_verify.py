@@ -56,6 +56,7 @@ def _record(checked: ThreadCheck) -> dict[str, Any]:
         "pinned": checked.pinned,
         "generations": [dataclasses.asdict(entry) for entry in checked.generations],
         "problems": list(checked.problems),
+        "retention": checked.retention,
     }
 
 
@@ -74,6 +75,8 @@ def _text(checked: ThreadCheck) -> str:
         when = moment(entry.created_at) if entry.created_at is not None else "?"
         digest = short_digest(entry.checksum) if entry.checksum is not None else "no seal"
         lines.append(f"{number:>4}  {where}  {when}  {digest}  {_signer(entry)}")
+    if checked.retention is not None:
+        lines.append(f"      {checked.retention}")
     bad = [entry for entry in checked.generations if entry.problem is not None]
     for problem in checked.problems:
         lines.append(f"problem: {problem}")

@@ -285,5 +285,11 @@ class _Server:
         handoff = restored.handoff
         receipt = SaveReceipt(restored.generation, str(handoff.seal), restored.path, handoff.created_at)
         return AdoptResult(
-            descriptor.source, handoff.thread_id, descriptor.checkpoint_id, descriptor.blob_id, True, receipt
+            descriptor.source,
+            handoff.thread_id,
+            descriptor.checkpoint_id,
+            descriptor.blob_id,
+            True,
+            receipt,
+            to_agent=descriptor.to_agent,
         )

@@ -26,6 +26,7 @@ from handoff_files.langgraph.folders import Folders
 from handoff_files.langgraph.layout import append_writes, read_checkpoint_writes, writes_file, writes_files
 from handoff_files.langgraph.store import Damaged, Entry, Namespace
 from handoff_files.thread.kind import saver_root
+from handoff_files.thread.retention import record_pruning
 from handoff_files.thread.settings import Durability
 
 __all__ = [
@@ -126,6 +127,8 @@ def keep_latest(saver: HandoffSaver, thread_id: str) -> None:
             entries, damaged = namespace.scan()
             refuse_delta_prune(saver, namespace, entries)
             newest = entries[0].generation if entries else 0
+            if len(entries) > 1:  # the retention record says so first: `handoff verify` tells it from loss
+                record_pruning(namespace.store, [entries[0].path.name], namespace.store.keep)
             # a damaged file older than the checkpoint kept goes with the others it is among
             namespace.remove(entries[1:], writes_files, [bad for bad in damaged if bad.generation < newest])
 

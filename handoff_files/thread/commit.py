@@ -25,9 +25,10 @@ from handoff_files.thread.copyback import file_bytes
 from handoff_files.thread.head import Head
 from handoff_files.thread.kind import refuse_plain_write
 from handoff_files.thread.layout import TRANSFERRED_NAME
-from handoff_files.thread.mirror import mirror_bytes
+from handoff_files.thread.mirror import mirror_bytes, state_message
 from handoff_files.thread.recovery import summary_fields
 from handoff_files.thread.results import SaveReceipt
+from handoff_files.thread.retained import keep_record
 from handoff_files.thread.settings import Durability, ThreadSettings
 from handoff_files.thread.signatures import sign_document
 
@@ -115,6 +116,7 @@ def commit(
         listing=listing,
         event=event,
         journal_first=journal_first,
+        key=key,
     )
     generation: int = document["generation"]
     signed_by = key.fingerprint if key is not None else None
@@ -181,6 +183,7 @@ def _write(
     listing: list[tuple[int, str]],
     event: str,
     journal_first: bool,
+    key: SigningKey | None,
 ) -> list[str]:
     """Write the sealed generation: one commit point, then its copies; returns the copies left unfinished.
 
@@ -228,23 +231,22 @@ def _write(
     # the copies a person and a restart read first: atomic for readers, not flushed; the primary
     # first, so state.json can record it as written (an edit changes that stamp, bit rot does not)
     written = after_commit(lambda: write_durable(thread.primary, data, sync=False))
-    mirror = mirror_bytes(
-        generation=generation,
-        seal=seal_text,
-        agent_id=document["agent_id"],
-        thread_id=document["thread_id"],
-        created_at=document["created_at"],
-        state=document["state"],
-        saves=head.saves + 1,
-        last_restore=None,
-        primary_written=written,
-    )
+    saved = {
+        "generation": generation,
+        "seal": seal_text,
+        "agent_id": document["agent_id"],
+        "thread_id": document["thread_id"],
+        "created_at": document["created_at"],
+        "state": document["state"],
+    }
+    signed = None if key is None else key.sign(state_message(**saved))
+    mirror = mirror_bytes(**saved, saves=head.saves + 1, last_restore=None, primary_written=written, signature=signed)
     after_commit(lambda: write_durable(thread.layout.mirror, mirror, sync=False))
     if not journal_first:
         # the journal's line for a new generation: "saved", or "sealed" (a person's edit accepted),
         # "migrated" (an older file rewritten) or "adopted"; each carries the summary a rebuild reads
         after_commit(lambda: journal.append(event, generation=generation, seal=seal_text, sync=False, **summary))
-    _prune(thread, [(generation, history_file.name), *listing])
+    _prune(thread, [(generation, history_file.name), *listing], document["thread_id"], seal_text)
     return unfinished
 
 
@@ -289,13 +291,33 @@ def _checkpoint(thread: ThreadSettings, listing: list[tuple[int, str]]) -> None:
         raise HandoffWriteError(thread.path, msg) from exc
 
 
-def _prune(thread: ThreadSettings, listing: list[tuple[int, str]]) -> None:
-    """Remove history files past the newest ``keep`` (*listing*: the generation files, newest first)."""
+def _prune(thread: ThreadSettings, listing: list[tuple[int, str]], thread_id: str, seal: str) -> None:
+    """Remove history files past the newest ``keep`` (*listing*: the generation files, newest first).
+
+    The retention record says so first (durably, and only when it does not already cover this
+    store): a generation file is never removed without it, so ``handoff verify`` tells the
+    pruned from the lost.
+    """
+    removed = listing[thread.keep :]
+    if not removed:
+        return
     history_dir = thread.layout.history_dir
-    for _, name in listing[thread.keep :]:
+    try:
+        keep_record(
+            thread.layout,
+            thread_id=thread_id,
+            keep=thread.keep,
+            kept_from=listing[thread.keep - 1][0],
+            generation=listing[0][0],
+            seal=seal,
+            key=thread.keys.key() if thread.keys is not None else None,
+        )
+    except HandoffError:
+        return  # pruning is housekeeping: a failure here never fails a durable save (the files stay)
+    for _, name in removed:
         try:
             os.unlink(history_dir / name)
         except FileNotFoundError:
             pass
         except OSError:
-            break  # pruning is housekeeping: a failure here never fails a durable save
+            break

@@ -27,6 +27,7 @@ __all__ = [
     "PREVIOUS_JOURNAL_NAME",
     "PRIMARY_NAMES",
     "PRIMARY_STEM",
+    "RETENTION_NAME",
     "TRANSFERRED_NAME",
     "ThreadDir",
     "ThreadFolder",
@@ -46,6 +47,8 @@ JOURNAL_NAME: Final = "journal.jsonl"
 PREVIOUS_JOURNAL_NAME: Final = "journal.1.jsonl"
 #: Written by a transfer's last phase: the thread was handed to another and is closed.
 TRANSFERRED_NAME: Final = "transferred.json"
+#: What the writers removed from history/ on purpose (thread/retained.py): pruning told from loss.
+RETENTION_NAME: Final = "retention.json"
 
 # a sealed generation's file in history/: its stem is exactly foundation.names.generation_stem's
 _GENERATION_ENDINGS: Final = tuple(EXTENSIONS.values())
@@ -55,6 +58,7 @@ _OWN_NAMES: Final = PRIMARY_NAMES | {
     JOURNAL_NAME,
     PREVIOUS_JOURNAL_NAME,
     TRANSFERRED_NAME,
+    RETENTION_NAME,
     LOCK_NAME,
     RUN_LOCK_NAME,
 }

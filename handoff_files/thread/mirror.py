@@ -1,4 +1,10 @@
-"""The mirror: ``state.json``, the state layer and running totals of the generation it mirrors."""
+"""The mirror: ``state.json``, the state layer and running totals of the generation it mirrors.
+
+A store with a signing key signs what a save puts in it (:func:`state_message`: the generation,
+its seal, the ids, the time and a digest of the state layer), not the totals an acknowledgement
+rewrites: the signature travels unchanged through those rewrites, and a thread rebuilt from
+``state.json`` alone says who vouched for its state.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +15,18 @@ from typing import Any, Final
 
 import orjson
 
+from handoff_files.format import seal as sealing
 from handoff_files.format.codec import parse_json
 from handoff_files.format.seal import self_check
 from handoff_files.foundation.atomic import read_bytes
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.errors import HandoffError, SignatureError
 from handoff_files.thread.layout import MIRROR_NAME
 
-__all__ = ["MIRROR_NAME", "Mirror", "mirror_bytes", "primary_stamp", "read_mirror"]
+__all__ = ["MIRROR_NAME", "Mirror", "mirror_bytes", "primary_stamp", "read_mirror", "state_message", "verify_mirror"]
 
 _KIND: Final = "handoff-files/state"
+_STATE_HEAD: Final = "handoff-files state 1"
+_MAX_ARMORED: Final = 4096
 _MAX_BYTES: Final = 16 * 1024 * 1024
 
 
@@ -34,6 +43,54 @@ class Mirror:
     saves: int
     last_restore: dict[str, Any] | None
     primary_written: tuple[int, int] | None = None  # the primary as its writer left it: size, mtime (ns)
+    signature: str | None = None  # the saver's SSHSIG over state_message(), or None: unsigned
+
+
+def state_message(
+    *, generation: int, seal: str, agent_id: str, thread_id: str, created_at: str, state: dict[str, Any]
+) -> bytes:
+    """What a signature on ``state.json`` is over: six lines, the last a BLAKE3 digest of the state's canonical JSON.
+
+    The first line, ``handoff-files state 1``, keeps it from ever being taken for a generation's
+    signed message (``ALGORITHM:DIGEST``).
+
+    :raises ValueError: if the state has no canonical JSON form.
+    """
+    state_digest = sealing.digest(sealing.canonical(state, without=""), "blake3")
+    lines = (
+        _STATE_HEAD,
+        f"thread {thread_id}",
+        f"agent {agent_id}",
+        f"at {generation} {seal}",
+        f"created {created_at}",
+        f"state blake3:{state_digest}",
+    )
+    return "\n".join(lines).encode()
+
+
+def verify_mirror(mirror: Mirror, path: Path) -> str | None:
+    """*mirror*'s signature once it verifies over what it says (None: unsigned).
+
+    :raises SignatureError: if it does not (the state or its ids edited since it was signed).
+    """
+    if mirror.signature is None:
+        return None
+    from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed state.json loads the signing layer
+
+    message = state_message(
+        generation=mirror.generation,
+        seal=mirror.seal,
+        agent_id=mirror.agent_id,
+        thread_id=mirror.thread_id,
+        created_at=mirror.created_at,
+        state=mirror.state,
+    )
+    try:
+        sshsig.verify(mirror.signature, message, path)
+    except SignatureError as exc:
+        msg = f"its signature does not verify over its state (edited since it was signed): {exc.reason}"
+        raise SignatureError(path, msg) from exc
+    return mirror.signature
 
 
 def mirror_bytes(
@@ -47,8 +104,12 @@ def mirror_bytes(
     saves: int,
     last_restore: dict[str, Any] | None,
     primary_written: tuple[int, int] | None = None,
+    signature: str | None = None,
 ) -> bytes:
-    """Render ``state.json``: readable, self-checking (sha256 over its canonical JSON without ``check``)."""
+    """Render ``state.json``: readable, self-checking (sha256 over its canonical JSON without ``check``).
+
+    :param signature: the signature over :func:`state_message` of these fields, kept as it is.
+    """
     fields: dict[str, Any] = {
         "kind": _KIND,
         "generation": generation,
@@ -68,6 +129,8 @@ def mirror_bytes(
         "primary": None if primary_written is None else {"size": primary_written[0], "mtime_ns": primary_written[1]},
         "state": state,
     }
+    if signature is not None:
+        fields["signature"] = signature
     fields["check"] = self_check(fields)
     return orjson.dumps(fields, option=orjson.OPT_INDENT_2) + b"\n"
 
@@ -99,10 +162,21 @@ def read_mirror(path: Path) -> Mirror:
             int(fields["saves"]),
             fields.get("last_restore"),
             _written(fields.get("primary")),
+            _signature(fields.get("signature"), path),
         )
     except (KeyError, TypeError, ValueError) as exc:
         msg = f"missing or malformed field: {exc}"
         raise HandoffError(path, msg) from exc
+
+
+def _signature(field: Any, path: Path) -> str | None:
+    """The armored signature ``state.json`` carries, or None (checked for shape only; see :func:`verify_mirror`)."""
+    if field is None:
+        return None
+    if not isinstance(field, str) or len(field) > _MAX_ARMORED:
+        msg = '"signature" is not an armored SSH signature'
+        raise SignatureError(path, msg)
+    return field
 
 
 def _written(field: Any) -> tuple[int, int] | None:

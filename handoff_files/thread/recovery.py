@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 import pydantic
@@ -17,7 +18,7 @@ from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, 
 from handoff_files.thread.ackproof import RESUMED, proof_fields
 from handoff_files.thread.journal import SAVE_EVENTS, Entry
 from handoff_files.thread.layout import MIRROR_NAME
-from handoff_files.thread.mirror import Mirror, mirror_bytes, read_mirror
+from handoff_files.thread.mirror import Mirror, mirror_bytes, read_mirror, verify_mirror
 from handoff_files.thread.results import Restored
 from handoff_files.thread.scan import HasJournal, Scan, journal_saves, scan, vouched
 from handoff_files.thread.settings import ThreadSettings
@@ -107,7 +108,9 @@ def restore(thread: ThreadSettings, *, seal_edit: Callable[[], object] | None = 
             read = _mirror(thread)
             found = scan(thread)
     if mirror is not None and mirror.generation == expected:
-        rebuilt, why_not = _rebuild(mirror, last if last is not None and last.generation == expected else None)
+        rebuilt, why_not = _rebuild(
+            mirror, last if last is not None and last.generation == expected else None, thread.layout.mirror
+        )
         if why_not is not None:
             problems.append(f"cannot rebuild generation {expected} from {MIRROR_NAME}: {why_not}")
         if rebuilt is not None:
@@ -190,8 +193,15 @@ def _checkpoint_words(document: dict[str, Any]) -> str:
     return f"{words} ({source})" if isinstance(source, str) and _SOURCE.fullmatch(source) else words
 
 
-def _rebuild(mirror: Mirror, last: Entry | None) -> tuple[Handoff | None, str | None]:
-    """A handoff made from state.json (state exact) and the journal's summary of the same generation."""
+def _rebuild(mirror: Mirror, last: Entry | None, path: Path) -> tuple[Handoff | None, str | None]:
+    """A handoff made from state.json (state exact) and the journal's summary of the same generation.
+
+    A state.json whose signature does not verify over its state is damage: nothing is rebuilt from it.
+    """
+    try:
+        verify_mirror(mirror, path)
+    except HandoffError as exc:
+        return None, exc.reason
     first = str(last.extra.get("first_sentence", "")) if last is not None else ""
     top = last.extra.get("next") if last is not None else None
     document: dict[str, Any] = {
@@ -268,6 +278,7 @@ def acknowledge(thread: ThreadSettings, restored: Restored, *, with_code: bool) 
                 saves=mirror.saves,
                 last_restore=last_restore,
                 primary_written=mirror.primary_written,
+                signature=mirror.signature,  # over what the save wrote, which this leaves as it is
             ),
         )
 

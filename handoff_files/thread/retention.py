@@ -6,18 +6,22 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
+from handoff_files.format.loader import load
 from handoff_files.foundation.atomic import is_real_dir, lexists
 from handoff_files.foundation.errors import (
+    HandoffError,
     HandoffNotFoundError,
     HandoffValidationError,
     HandoffWriteError,
     ThreadKindError,
 )
 from handoff_files.thread.kind import saver_root, thread_kind
-from handoff_files.thread.layout import ThreadDir
+from handoff_files.thread.layout import ThreadDir, generation_of
+from handoff_files.thread.retained import write_record
+from handoff_files.thread.signatures import verified
 from handoff_files.thread.store import HandoffStore
 
-__all__ = ["KEEP_RULE", "check_keep", "is_thread", "prune_history"]
+__all__ = ["KEEP_RULE", "check_keep", "is_thread", "prune_history", "record_pruning"]
 
 #: What ``keep`` must be, in the words every refusal of it uses (library and ``handoff prune --keep``).
 KEEP_RULE: Final = "a whole number, 1 or more (the newest generation always stays)"
@@ -71,11 +75,13 @@ def prune_history(
     :param options: :class:`HandoffStore`'s keywords (``lock_timeout``, ``on_lock_wait`` …), for a directory.
     :returns: the names kept and the names removed (or, with *dry_run*, that would be), newest first.
     :raises HandoffValidationError: if *keep* is not :data:`KEEP_RULE`, or *thread* is a folder
-        but not a thread (a folder of threads, say).
+        but not a thread (a folder of threads, say), or no kept generation verifies.
     :raises ThreadKindError: for a LangGraph saver's thread (its root's prune keeps writes and blobs in step).
     :raises HandoffNotFoundError: if *thread* does not exist.
     :raises HandoffLockedError: if another writer holds the lock past the store's ``lock_timeout``.
-    :raises HandoffWriteError: if a file cannot be removed (those before it are gone).
+    :raises HandoffWriteError: if a file cannot be removed (those before it are gone), or the
+        retention record cannot be written (nothing is removed then).
+    :raises SigningKeyError: if the configured key cannot sign the retention record (nothing removed).
     """
     path = thread.path if isinstance(thread, HandoffStore) else Path(thread)
     check_keep(keep, path)
@@ -98,6 +104,7 @@ def prune_history(
         kept, removed = names[:keep], names[keep:]
         if not removed:
             return kept, removed
+        record_pruning(store, kept, keep)
         for name in removed:
             try:
                 (store.history_dir / name).unlink()
@@ -109,3 +116,32 @@ def prune_history(
         summary = f"removed {len(removed)} older generation file(s) from history/, kept the newest {len(kept)}"
         store.record("pruned", generation=None, seal=None, summary=summary)
     return kept, removed
+
+
+def record_pruning(store: HandoffStore, kept: list[str], keep: int) -> None:
+    """Write the retention record before a prune removes anything (call under the lock): every
+    generation below the oldest of *kept* (``history/`` names, newest first) is going, and saves
+    keep *keep* from now on. The record names the newest kept generation that verifies.
+
+    :raises HandoffValidationError: if none does (nothing is removed: the doctor says what is wrong).
+    """
+    for name in kept:
+        try:
+            handoff = verified(load(store.history_dir / name, follow_symlinks=False, origin="store"), name)
+        except HandoffError:
+            continue
+        if handoff.seal is None:
+            continue
+        oldest = generation_of(kept[-1]) or 1
+        write_record(
+            store.layout,
+            thread_id=handoff.thread_id,
+            keep=keep,
+            kept_from=oldest,
+            generation=handoff.generation,
+            seal=str(handoff.seal),
+            key=store.signing_key,
+        )
+        return
+    msg = "no generation kept in history/ verifies, so no retention record can name the thread: nothing removed"
+    raise HandoffValidationError(store.history_dir, f"{msg} (`handoff doctor` says what is wrong)")

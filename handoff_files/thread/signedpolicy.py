@@ -20,6 +20,7 @@ from handoff_files.foundation.errors import HandoffError, RollbackError, Untrust
 from handoff_files.thread.anchor import advance, anchor_of, rollback_of
 from handoff_files.thread.history import find_generation
 from handoff_files.thread.layout import ThreadDir
+from handoff_files.thread.mirror import read_mirror, verify_mirror
 from handoff_files.thread.pins import Pin, pin, pin_of
 from handoff_files.thread.results import Restored, SaveReceipt
 from handoff_files.thread.signatures import SignatureReport, SignerCheck, untrusted, verified
@@ -54,7 +55,11 @@ def signing_policy(
     """
     checker = SignerCheck(allowed_signers)
     handoff = restored.handoff
-    report = checker.report(handoff, restored.path)
+    seal = None
+    if restored.source == "rebuilt":  # from state.json: its own signature, over the state it holds
+        report, seal = _state_signer(restored, checker)
+    else:
+        report = checker.report(handoff, restored.path)
     restored = dataclasses.replace(restored, signature=report)
     problems: list[str] = []
     held = _pin(layout, handoff, problems)
@@ -62,7 +67,7 @@ def signing_policy(
         if held is None or _anew(held, layout, handoff) is not None:  # a trusted key signed it: the pin is its
             how = f"read generation {handoff.generation}, signed by {report.principal}"
             _take_pin(layout, handoff, how, problems)
-        return _anchored(_with(restored, problems), layout, accept_rollback=accept_rollback)
+        return _anchored(_with(restored, problems), layout, accept_rollback=accept_rollback, seal=seal)
     if held is None and not require_signed:
         return _with(restored, problems)
     since = "signed generations required"
@@ -77,13 +82,14 @@ def signing_policy(
     return _anchored(found, layout, accept_rollback=accept_rollback)
 
 
-def _anchored(restored: Restored, layout: ThreadDir, *, accept_rollback: bool) -> Restored:
+def _anchored(restored: Restored, layout: ThreadDir, *, accept_rollback: bool, seal: str | None = None) -> Restored:
     """*restored* (a trusted generation of a pinned folder) once checked against the folder's anchor, which it moves on.
 
+    :param seal: the generation's seal when *restored* has none (rebuilt from ``state.json``, which names it).
     :raises RollbackError: if it is older than the anchor, or the anchor's number with another seal.
     """
     handoff = restored.handoff
-    seal, first = str(handoff.seal), _first_seal(layout, handoff)
+    seal, first = seal or str(handoff.seal), _first_seal(layout, handoff)
     try:
         anchor = anchor_of(layout.path)
     except RollbackError as exc:  # an anchor that is not this user's private file is used for nothing
@@ -260,6 +266,23 @@ def _newest_trusted(
     reset = f"; {_RESET}" if held is not None else ""
     msg = f"no generation here is signed by a key allowed_signers trusts ({why}){reset}"
     raise UntrustedSignerError(layout.path, msg)
+
+
+def _state_signer(restored: Restored, checker: SignerCheck) -> tuple[SignatureReport | None, str | None]:
+    """Who signed the ``state.json`` *restored* was rebuilt from, and the seal it names; (None, None): unsigned.
+
+    It is read again: a ``state.json`` that changed since the rebuild (another generation, another
+    thread), or whose signature does not verify, vouches for nothing.
+    """
+    try:
+        mirror = read_mirror(restored.path)
+        signature = verify_mirror(mirror, restored.path)
+    except HandoffError:
+        return None, None
+    handoff = restored.handoff
+    if signature is None or (mirror.generation, mirror.thread_id) != (handoff.generation, handoff.thread_id):
+        return None, None
+    return checker.signer(signature, handoff.created_at, restored.path), mirror.seal
 
 
 def _with(restored: Restored, problems: list[str]) -> Restored:

@@ -33,6 +33,7 @@ from handoff_files.thread.signedpolicy import after_save, edit_sealer, signing_p
 from handoff_files.thread.trust import remember_created
 
 if TYPE_CHECKING:
+    from handoff_files.signing.keys import SigningKey
     from handoff_files.thread.signatures import KeyChoice
 
 # the layout's names and the settings' durabilities are re-exported: callers took them from the store
@@ -119,7 +120,6 @@ class HandoffStore:
         self._temps_left = self.layout.sweep_temps()
 
     # -- settings and paths ------------------------------------------------------------------
-
     @property
     def format(self) -> Format:
         """The primary's format: ``"json"`` or ``"yaml"``."""
@@ -161,16 +161,19 @@ class HandoffStore:
         return self._thread.journal
 
     @property
+    def signing_key(self) -> SigningKey | None:
+        """The key this store signs with, or None; a configured one is read at the first use (a bad one raises)."""
+        return None if self._thread.keys is None else self._thread.keys.key()
+
+    @property
     def history_dir(self) -> Path:
         """The folder of the last ``keep`` sealed generations, the current one included."""
         return self.layout.history_dir
 
     def locked(self) -> AbstractContextManager[None]:
-        """Hold the thread's writers' lock for a block: no other writer's save lands inside it.
+        """Hold the thread's writers' lock for a block: no other writer's save lands inside it. Reentrant:
+        this store's own writes inside the block (``save()``, ``record()`` …) take it again.
 
-        Reentrant: this store's own writes inside the block (``save()``, ``record()`` …) take it again.
-
-        :returns: a context manager holding the lock while its block runs.
         :raises HandoffLockedError: if another writer holds the lock past the timeout.
         :raises HandoffWriteError: if the lock file cannot be opened.
         """
@@ -195,7 +198,6 @@ class HandoffStore:
         return folder
 
     # -- save --------------------------------------------------------------------------------
-
     def save(
         self, content: Handoff | HandoffContent | Mapping[str, Any], *, durability: Durability | None = None
     ) -> SaveReceipt:
@@ -333,7 +335,6 @@ class HandoffStore:
 
         if not self._heads.unchanged:  # unless this store's last save left the files as they are: kind, anchor
             check_disk(self._thread, head, event, checkpoint=head.agent_id == SAVER_AGENT_ID)
-
         receipt, new_head = commit(
             self._thread, layers, head, listing, lineage=lineage, after=after, event=event, durability=mode
         )
@@ -342,7 +343,6 @@ class HandoffStore:
         return after_save(receipt, self.layout, new_head.thread_id, allowed_signers=self._allowed)
 
     # -- reading -----------------------------------------------------------------------------
-
     def restore(self, *, accept_edit: bool = False, accept_rollback: bool = False) -> Restored:
         """Return the newest verified generation, climbing down the recovery ladder if need be.
 

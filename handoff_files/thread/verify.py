@@ -22,8 +22,10 @@ from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.thread.anchor import anchor_of, rollback_of
-from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
+from handoff_files.thread.layout import HISTORY_DIR, MIRROR_NAME, ThreadDir
+from handoff_files.thread.mirror import read_mirror, verify_mirror
 from handoff_files.thread.pins import pin_of
+from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord, read_record
 from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
 
 __all__ = ["CheckedGeneration", "ThreadCheck", "verify_thread"]
@@ -49,6 +51,7 @@ class ThreadCheck:
     pinned: str | None  # when the thread was pinned to signed generations, or None
     generations: tuple[CheckedGeneration, ...]
     problems: tuple[str, ...] = field(default=())
+    retention: str | None = None  # what became of the generations below the oldest kept, or None (none are missing)
 
     @property
     def ok(self) -> bool:
@@ -90,12 +93,18 @@ def verify_thread(
         held = pin_of(layout.path)
     except HandoffError as exc:
         problems.append(f"the record of pinned threads cannot be read: {exc}")
-    problems += _strangers(good, entries, None if held is None else held.thread_id)
+    # the thread's id: the pinned one, else the oldest generation's
+    own = held.thread_id if held is not None else next((good[n].thread_id for n in sorted(good)), None)
+    problems += _strangers(good, own)
     if held is not None or require_signed:
         problems += _untrusted(entries)
     if held is not None:
         problems += _rolled_back(layout, good, entries)
-    return ThreadCheck(layout.path, None if held is None else held.pinned_at, tuple(entries), tuple(problems))
+    problems += _mirror(layout, checker, strict=held is not None or require_signed)
+    retention, lost = _retention(layout, good, listed, own, checker, strict=held is not None or require_signed)
+    problems += lost
+    pinned_at = None if held is None else held.pinned_at
+    return ThreadCheck(layout.path, pinned_at, tuple(entries), tuple(problems), retention)
 
 
 def _check(path: Path, generation: int | None, checker: SignerCheck) -> tuple[CheckedGeneration, Handoff | None]:
@@ -141,9 +150,8 @@ def _primary(
     return []
 
 
-def _strangers(good: dict[int, Handoff], entries: list[CheckedGeneration], pinned: str | None) -> list[str]:
-    """Generations of another thread: not the pinned thread's id, or (unpinned) not the id the oldest one has."""
-    own = pinned if pinned is not None else next((good[n].thread_id for n in sorted(good)), None)
+def _strangers(good: dict[int, Handoff], own: str | None) -> list[str]:
+    """Generations of another thread than *own*."""
     return [
         f"generation {n} ({good[n].agent_id} / {good[n].thread_id}) belongs to another thread than {own!r}"
         for n in sorted(good, reverse=True)
@@ -167,7 +175,7 @@ def _chain(good: dict[int, Handoff], listed: set[int]) -> list[str]:
             problems.append(
                 f"generation(s) {missing} missing between kept ones (a save prunes only the oldest: lost or removed)"
             )
-    return problems  # generations below the oldest kept: retention's (no signed record tells it from loss yet)
+    return problems  # generations below the oldest kept: the retention record's to explain (_retention)
 
 
 def _untrusted(entries: list[CheckedGeneration]) -> list[str]:
@@ -201,3 +209,81 @@ def _rolled_back(layout: ThreadDir, good: dict[int, Handoff], entries: list[Chec
     first = good.get(1)
     why = rollback_of(anchor, handoff.thread_id, newest, str(handoff.seal), None if first is None else str(first.seal))
     return [] if why is None else [f"rolled back: {why}"]
+
+
+def _retention(
+    layout: ThreadDir,
+    good: dict[int, Handoff],
+    listed: set[int],
+    own: str | None,
+    checker: SignerCheck,
+    *,
+    strict: bool,
+) -> tuple[str | None, list[str]]:
+    """What became of the generations below the oldest kept, by the retention record; and what is wrong.
+
+    *strict* (a pinned thread, or signatures required): only a record a trusted key signed explains a
+    hole; without one, the generations below the oldest kept are reported as not accounted for.
+    """
+    try:
+        record = read_record(layout)
+    except HandoffError as exc:
+        return None, [f"the retention record cannot be used: {exc}"]
+    problems = [] if record is None else _misplaced(record, good, own)
+    oldest = min(listed, default=1)
+    if oldest <= 1:
+        return None, problems
+    span = "generation 1" if oldest == 2 else f"generations 1 to {oldest - 1}"
+    who, trusted = "unsigned", False
+    if record is not None and record.signature is not None:
+        report = checker.signer(record.signature, record.written_at, layout.path / RETENTION_NAME)
+        who, trusted = report.describe(), report.trusted
+    if record is None or (strict and not trusted):
+        if not strict:
+            return f"{span} not kept: no retention record, taken as pruned", problems
+        why = "no retention record says they were pruned" if record is None else f"the retention record is {who}"
+        return None, [*problems, f"{span} not kept, and {why} (lost or removed?)"]
+    bound = record.pruned_below(max(listed))
+    said = f"keep {record.keep}, every generation below {record.kept_from} gone at generation {record.generation}"
+    if oldest > bound:
+        missing = str(bound) if oldest == bound + 1 else f"{bound} to {oldest - 1}"
+        problems.append(
+            f"generation(s) {missing} missing below the oldest kept, though the retention record ({said}) "
+            "says they are kept: lost or removed"
+        )
+    pruned = "generation 1" if min(bound, oldest) == 2 else f"generations 1 to {min(bound, oldest) - 1}"
+    return (f"{pruned} pruned ({RETENTION_NAME}: {said}; {who})" if min(bound, oldest) > 1 else None), problems
+
+
+def _mirror(layout: ThreadDir, checker: SignerCheck, *, strict: bool) -> list[str]:
+    """``state.json``'s signature: one that does not verify over its state; on a pinned thread, one not trusted."""
+    try:
+        mirror = read_mirror(layout.mirror)
+    except HandoffError:
+        return []  # missing or damaged: the doctor's to say and repair; restore never trusts it then
+    try:
+        signature = verify_mirror(mirror, layout.mirror)
+    except HandoffError as exc:
+        return [str(exc)]
+    if signature is None or not strict:
+        return []
+    try:
+        at = dt.datetime.fromisoformat(mirror.created_at)
+    except ValueError:
+        return [f"{MIRROR_NAME}: its created_at is not a time: {mirror.created_at!r}"]
+    report = checker.signer(signature, at, layout.mirror)
+    return [] if report.trusted else [f"{MIRROR_NAME}: its signature is {report.describe()}"]
+
+
+def _misplaced(record: RetentionRecord, good: dict[int, Handoff], own: str | None) -> list[str]:
+    """The retention record checked against the thread: its id, and the seal of the generation it was written at."""
+    problems = []
+    if own is not None and record.thread_id != own:
+        problems.append(f"{RETENTION_NAME} is another thread's ({record.thread_id!r}; this one is {own!r})")
+    kept = good.get(record.generation)
+    if kept is not None and str(kept.seal) != record.seal:
+        problems.append(
+            f"{RETENTION_NAME} was written at generation {record.generation} with seal {record.seal}; "
+            f"{HISTORY_DIR}/ holds another ({kept.seal}): a fork, or a record copied from elsewhere"
+        )
+    return problems

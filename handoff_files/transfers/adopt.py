@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
@@ -21,14 +21,12 @@ from handoff_files.thread.signatures import SignatureReport, SignerCheck, signer
 from handoff_files.thread.store import HandoffStore
 from handoff_files.transfers.blob_layout import sha256_hex
 from handoff_files.transfers.blobs import BlobStore
-from handoff_files.transfers.descriptor import Descriptor, parse_descriptor
+from handoff_files.transfers.descriptor import DESCRIPTOR_WHERE, Descriptor, parse_descriptor
 
 if TYPE_CHECKING:
     from handoff_files.thread.signatures import KeyChoice
 
 __all__ = ["AdoptResult", "adopt_checkpoint", "descriptor_signer", "verify_checkpoint"]
-
-_DESCRIPTOR: Final = "<descriptor>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +43,8 @@ class AdoptResult:
     signature: SignatureReport | None = None
     #: who signed the descriptor (1.1), verified; None: unsigned
     descriptor_signature: SignatureReport | None = None
+    #: the agent the descriptor was addressed to (its ``to_agent``); None: it named none
+    to_agent: str | None = None
 
 
 def _get(blobs: BlobStore, blob_id: str) -> bytes:
@@ -67,21 +67,23 @@ def verify_checkpoint(
     blobs: BlobStore,
     require_signed: bool = False,
     allowed_signers: str | os.PathLike[str] | None = None,
+    where: str | os.PathLike[str] = DESCRIPTOR_WHERE,
 ) -> Handoff:
     """Fetch the descriptor's blob and check it, writing nothing: what adoption checks before it writes.
 
+    :param where: the file the descriptor was read from, which its errors name.
     :returns: the verified handoff the blob holds.
     :raises DescriptorError, BlobNotFoundError, BlobError, BlobIntegrityError, SignatureError,
         UntrustedSignerError, HandoffError: as :func:`adopt_checkpoint` does.
     """
-    wanted = parse_descriptor(descriptor)
+    wanted = parse_descriptor(descriptor, where=where)
     data = _get(blobs, wanted.blob_id)
-    where = f"blob {wanted.blob_id}"
+    blob = f"blob {wanted.blob_id}"
     actual = sha256_hex(data)
     if actual != wanted.blob_sha256:
         msg = f"sha256 is {actual}, but the descriptor says {wanted.blob_sha256}: refused, nothing written"
-        raise BlobIntegrityError(where, msg)
-    handoff = decode(data, where)
+        raise BlobIntegrityError(blob, msg)
+    handoff = decode(data, blob)
     named = (handoff.agent_id, handoff.thread_id, handoff.generation, str(handoff.seal))
     expected = (wanted.agent_id, wanted.thread_id, wanted.generation, wanted.checkpoint_id)
     if named != expected:
@@ -89,29 +91,35 @@ def verify_checkpoint(
             f"holds {handoff.thread_id}:{handoff.generation} sealed {handoff.seal}, not the checkpoint the "
             f"descriptor names ({wanted.source}, {wanted.checkpoint_id}): refused, nothing written"
         )
-        raise BlobIntegrityError(where, msg)
-    verified(handoff, where)  # a signature that does not verify over the seal is damage
+        raise BlobIntegrityError(blob, msg)
+    verified(handoff, blob)  # a signature that does not verify over the seal is damage
     if require_signed:
-        report = signer_report(handoff, where, allowed_signers=_path(allowed_signers))
+        report = signer_report(handoff, blob, allowed_signers=_path(allowed_signers))
         if report is None or not report.trusted:
             why = "unsigned" if report is None else report.distrust
             msg = f"{wanted.source} is not signed by a trusted key ({why}); signed checkpoints are required: refused"
-            raise UntrustedSignerError(where, msg + ", nothing written")
-        sender = descriptor_signer(wanted, allowed_signers=allowed_signers)
+            raise UntrustedSignerError(blob, msg + ", nothing written")
+        sender = descriptor_signer(wanted, allowed_signers=allowed_signers, where=where)
         if sender is None or not sender.trusted:
             why = "unsigned" if sender is None else sender.distrust
             msg = f"the descriptor of {wanted.source} is not signed by a trusted key ({why}); signed descriptors are "
-            raise UntrustedSignerError(_DESCRIPTOR, msg + "required: refused, nothing written")
+            raise UntrustedSignerError(where, msg + "required: refused, nothing written")
     return handoff
 
 
 def descriptor_signer(
-    descriptor: Descriptor, *, allowed_signers: str | os.PathLike[str] | None = None
+    descriptor: Descriptor,
+    *,
+    allowed_signers: str | os.PathLike[str] | None = None,
+    where: str | os.PathLike[str] = DESCRIPTOR_WHERE,
 ) -> SignatureReport | None:
-    """Who signed *descriptor* (its signature verified when it was parsed), at its ``created_at``; None if unsigned."""
+    """Who signed *descriptor* (its signature verified when it was parsed), at its ``created_at``; None if unsigned.
+
+    :param where: the file the descriptor was read from, which an error names.
+    """
     if descriptor.signature is None:
         return None
-    return SignerCheck(_path(allowed_signers)).signer(descriptor.signature, descriptor.created_at, _DESCRIPTOR)
+    return SignerCheck(_path(allowed_signers)).signer(descriptor.signature, descriptor.created_at, where)
 
 
 def _path(name: str | os.PathLike[str] | None) -> Path | None:
@@ -127,6 +135,7 @@ def adopt_checkpoint(
     signing_key: KeyChoice = None,
     require_signed: bool = False,
     allowed_signers: str | os.PathLike[str] | None = None,
+    where: str | os.PathLike[str] = DESCRIPTOR_WHERE,
 ) -> AdoptResult:
     """Fetch the descriptor's blob, check its sha256 and seal, and only then write it as generation 1 of a new thread.
 
@@ -139,6 +148,7 @@ def adopt_checkpoint(
     :param signing_key: the key that signs the new generation, as :class:`HandoffStore` takes it.
     :param require_signed: refuse a checkpoint, or a descriptor, not signed by a key *allowed_signers*
         (default: the user's) trusts. Without it, who signed is checked all the same and reported.
+    :param where: the file the descriptor was read from, which its errors name (default: none, ``<descriptor>``).
     :raises DescriptorError: a malformed descriptor, one without a hash, or of an unknown version.
     :raises TransferRefusedError: the target already holds handoffs.
     :raises BlobNotFoundError, BlobError: the blob cannot be fetched (never taken as empty).
@@ -147,15 +157,17 @@ def adopt_checkpoint(
     :raises UntrustedSignerError: with *require_signed*, it is unsigned or its signer is not trusted.
     :raises HandoffError: the blob is not a sealed handoff that verifies (as :func:`load` says).
     """
-    wanted = parse_descriptor(descriptor)
+    wanted = parse_descriptor(descriptor, where=where)
     target = HandoffStore(new_thread_dir, agent_id=agent_id, signing_key=signing_key)
     held = target.holdings()
     if held:
         msg = f"already holds a thread ({', '.join(held)}); adopt into a new, empty directory"
         raise TransferRefusedError(target.path, msg)
-    handoff = verify_checkpoint(wanted, blobs=blobs, require_signed=require_signed, allowed_signers=allowed_signers)
+    handoff = verify_checkpoint(
+        wanted, blobs=blobs, require_signed=require_signed, allowed_signers=allowed_signers, where=where
+    )
     report = signer_report(handoff, f"blob {wanted.blob_id}", allowed_signers=_path(allowed_signers))
-    sender = descriptor_signer(wanted, allowed_signers=allowed_signers)
+    sender = descriptor_signer(wanted, allowed_signers=allowed_signers, where=where)
     receipt = target.adopt(
         handoff,
         {
@@ -168,5 +180,13 @@ def adopt_checkpoint(
     )
     # a new thread takes its id from its directory's name (the store refuses an invalid one)
     return AdoptResult(
-        wanted.source, target.path.name, wanted.checkpoint_id, wanted.blob_id, True, receipt, report, sender
+        wanted.source,
+        target.path.name,
+        wanted.checkpoint_id,
+        wanted.blob_id,
+        True,
+        receipt,
+        report,
+        sender,
+        wanted.to_agent,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
@@ -20,6 +21,7 @@ __all__ = [
     "DESCRIPTOR_SCHEMA_FILE",
     "DESCRIPTOR_VERSION",
     "DESCRIPTOR_VERSIONS",
+    "DESCRIPTOR_WHERE",
     "UNSIGNED_VERSION",
     "Descriptor",
     "descriptor_schema",
@@ -38,7 +40,12 @@ MAX_DESCRIPTOR_BYTES: Final = 64 * 1024
 #: Where the descriptor's schema lives in a source checkout.
 DESCRIPTOR_SCHEMA_FILE: Final = SCHEMA_DIR / f"descriptor-{DESCRIPTOR_VERSION}.schema.json"
 
-_WHERE: Final = "<descriptor>"
+#: What a descriptor's errors name when it came with no file (as text, a mapping or the object).
+DESCRIPTOR_WHERE: Final = "<descriptor>"
+#: Why a 1.0 descriptor that carries a signature is refused.
+_SIGNED_1_0: Final = (
+    f"a {UNSIGNED_VERSION} descriptor has no signature; a signed descriptor is format {DESCRIPTOR_VERSION}"
+)
 _SHA256: Final = r"^[0-9a-f]{64}$"
 
 
@@ -90,70 +97,74 @@ class Descriptor(BaseModel):
             msg = f"source {self.source!r} does not name thread {self.thread_id!r} generation {self.generation}"
             raise ValueError(msg)
         if self.signature is not None and self.descriptor_version == UNSIGNED_VERSION:
-            msg = f"descriptor_version {UNSIGNED_VERSION} holds no signature (a signed one is {DESCRIPTOR_VERSION})"
-            raise ValueError(msg)
+            raise ValueError(_SIGNED_1_0)
         return self
 
 
-def parse_descriptor(value: Descriptor | Mapping[str, Any] | str | bytes) -> Descriptor:
+def parse_descriptor(
+    value: Descriptor | Mapping[str, Any] | str | bytes, *, where: str | os.PathLike[str] = DESCRIPTOR_WHERE
+) -> Descriptor:
     """Accept a descriptor as the object, a mapping, or its JSON text (read strictly, as every byte from outside).
 
+    :param where: the file it was read from, which its errors name (default :data:`DESCRIPTOR_WHERE`: no file).
     :raises DescriptorError: if it is not strict JSON (duplicate keys and NaN included), is larger
         than :data:`MAX_DESCRIPTOR_BYTES`, has no ``blob_sha256``, is of an unknown
-        ``descriptor_version``, or is otherwise malformed; the message says which.
+        ``descriptor_version``, is 1.0 and signed, or is otherwise malformed; the message says which.
     :raises SignatureError: if it is signed and the signature does not verify (edited since).
     """
     if isinstance(value, Descriptor):
-        return _verified(value)
+        return _verified(value, where)
     if isinstance(value, str | bytes):
-        value = _read_json(value)
+        value = _read_json(value, where)
     if not isinstance(value, Mapping):
         msg = f"a descriptor is a JSON object, not {type(value).__name__}"
-        raise DescriptorError(_WHERE, msg)
+        raise DescriptorError(where, msg)
     version = value.get("descriptor_version")
     if version not in DESCRIPTOR_VERSIONS:
         msg = f"descriptor_version {version!r} is not one this library reads ({', '.join(DESCRIPTOR_VERSIONS)})"
-        raise DescriptorError(_WHERE, msg)
+        raise DescriptorError(where, msg)
+    if version == UNSIGNED_VERSION and value.get("signature") is not None:
+        raise DescriptorError(where, _SIGNED_1_0)
     if not value.get("blob_sha256"):
         msg = "descriptor has no blob_sha256: a blob whose hash cannot be checked is never adopted"
-        raise DescriptorError(_WHERE, msg)
+        raise DescriptorError(where, msg)
     try:
         descriptor = Descriptor.model_validate(dict(value))
     except pydantic.ValidationError as exc:
         msg = f"not a valid descriptor: {describe(exc)}"
-        raise DescriptorError(_WHERE, msg) from exc
-    return _verified(descriptor)
+        raise DescriptorError(where, msg) from exc
+    return _verified(descriptor, where)
 
 
-def _verified(descriptor: Descriptor) -> Descriptor:
+def _verified(descriptor: Descriptor, where: str | os.PathLike[str]) -> Descriptor:
     """*descriptor*, once its signature (if any) verifies over :meth:`Descriptor.signed_text`."""
     if descriptor.signature is None:
         return descriptor
     from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed descriptor loads the signing layer
 
     try:
-        sshsig.verify(descriptor.signature, descriptor.signed_text().encode(), _WHERE)
+        sshsig.verify(descriptor.signature, descriptor.signed_text().encode(), where)
     except SignatureError as exc:
         msg = f"the descriptor's signature does not verify over it (edited since it was signed): {exc.reason}"
-        raise SignatureError(_WHERE, msg) from exc
+        raise SignatureError(where, msg) from exc
     return descriptor
 
 
-def _read_json(text: str | bytes) -> Any:
+def _read_json(text: str | bytes, where: str | os.PathLike[str]) -> Any:
     """The descriptor's JSON, read by the one strict reader: another agent wrote it."""
     try:
         data = text.encode("utf-8") if isinstance(text, str) else text
     except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8, so no JSON
         msg = f"not a descriptor: invalid JSON: the text holds a lone surrogate at character {exc.start}"
-        raise DescriptorError(_WHERE, msg) from exc
+        raise DescriptorError(where, msg) from exc
     try:
-        return parse_json(data, _WHERE, limit=MAX_DESCRIPTOR_BYTES)
+        return parse_json(data, where, limit=MAX_DESCRIPTOR_BYTES)
     except HandoffTooLargeError as exc:
         msg = f"descriptor is {len(data):,} bytes, over the {MAX_DESCRIPTOR_BYTES:,}-byte limit"
-        raise DescriptorError(_WHERE, msg) from exc
+        raise DescriptorError(where, msg) from exc
     except HandoffParseError as exc:
         msg = f"not a descriptor: {exc.reason}"
-        raise DescriptorError(_WHERE, msg) from exc
+        raise DescriptorError(where, msg) from exc
 
 
 def descriptor_schema() -> dict[str, Any]:

@@ -131,6 +131,20 @@ def test_a_request_carries_the_descriptor_file_capabilities_priority_and_timeout
     assert "expires: " in shown
 
 
+def test_a_request_whose_descriptor_file_is_bad_names_that_file_and_stores_nothing(
+    tmp_path: Path, inbox: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    descriptor = tmp_path / "d.json"
+    descriptor.write_text('{"descriptor_version": "9.9"}', encoding="utf-8")
+    argv = ["inbox", str(inbox), "request", "--from", "alpha", "--to", "beta", "--reason", "x"]
+    assert main([*argv, "--descriptor", str(descriptor)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"handoff: {descriptor}: descriptor_version '9.9' is not one this library reads")
+    assert not (inbox / "requests").exists() or not any((inbox / "requests").iterdir())
+
+
 def test_a_rejection_needs_a_reason_and_shows_it(inbox: Path, capsys: pytest.CaptureFixture[str]) -> None:
     handoff_id = request(capsys, inbox)
     with pytest.raises(SystemExit) as usage:

@@ -9,6 +9,7 @@ import pytest
 
 from handoff_files import HandoffStore
 from handoff_files.cli.main import main
+from tests.cli.test_json_schemas import check
 
 
 @pytest.fixture
@@ -71,3 +72,33 @@ def test_a_tampered_descriptor_is_refused_with_one_line(
     assert err.count("\n") == 1
     assert "the descriptor says" in err
     assert not (tmp_path / "beta-1").exists()
+
+
+def test_adopt_says_an_unsigned_descriptor_and_the_agent_it_was_addressed_to(
+    alpha: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HANDOFF_FILES_SIGNING_KEY", raising=False)
+    blobs = str(tmp_path / "blobs")
+    for name, to in (("d.json", ["--to", "beta"]), ("anyone.json", [])):
+        assert main(["export", str(alpha), *to, "--blobs", blobs, "--no-sign", "-o", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert main(["adopt", str(tmp_path / "d.json"), str(tmp_path / "beta-1"), "--blobs", blobs]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == ["  descriptor: unsigned", "  addressed to: beta"]
+    assert main(["adopt", str(tmp_path / "anyone.json"), str(tmp_path / "beta-2"), "--blobs", blobs]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == "  addressed to: no agent named"
+    assert main(["adopt", str(tmp_path / "d.json"), str(tmp_path / "beta-3"), "--blobs", blobs, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    check(result, "adopt")
+    assert (result["descriptor_signature"], result["to_agent"]) == (None, "beta")
+
+
+def test_a_descriptor_file_that_is_not_json_is_refused_naming_the_file(
+    alpha: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "d.json"
+    path.write_text('{"descriptor_version": "1.0",', encoding="utf-8")
+    assert main(["adopt", str(path), str(tmp_path / "beta-1"), "--blobs", str(tmp_path / "blobs")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"handoff: {path}: not a descriptor: ")

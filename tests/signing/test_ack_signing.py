@@ -10,11 +10,13 @@ from typing import Literal
 import pytest
 
 from handoff_files import HandoffStore
+from handoff_files.cli.main import main
 from handoff_files.foundation.secret import KEY_ENV
 from handoff_files.signing.keys import SigningKey, create_key
 from handoff_files.thread.ackcode import code_for
 from handoff_files.thread.ackproof import claim
 from handoff_files.thread.journal import Entry, Journal
+from tests.cli.test_cli import one_error_line
 
 pytestmark = pytest.mark.usefixtures("signing_home")
 
@@ -75,3 +77,43 @@ def test_a_signature_by_a_key_not_trusted_proves_nothing(
     line = _acknowledged(tmp_path / "t", mallory)
     _another_user(monkeypatch, tmp_path)
     assert claim(line, thread_id="t") == "forged"
+
+
+def _saved_with_code(thread: Path) -> str:
+    """A thread saved unsigned; its briefing's code."""
+    store = HandoffStore(thread, signing_key=False)
+    store.save({"narrative": "the importer is half ported"})
+    return code_for(store.restore().handoff)
+
+
+def test_handoff_acknowledge_no_sign_works_beside_a_configured_key_that_cannot_sign(
+    tmp_path: Path, signing_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _saved_with_code(tmp_path / "t")
+    signing_home.mkdir(parents=True)
+    (signing_home / "signing_key").write_text("not a key\n", encoding="utf-8")  # the configured default
+    (signing_home / "signing_key").chmod(0o600)
+    assert main(["acknowledge", str(tmp_path / "t"), code]) == 1
+    one_error_line(capsys.readouterr().err, "signing_key", "--no-sign")  # the way out it names …
+    assert main(["acknowledge", str(tmp_path / "t"), code, "--no-sign"]) == 0  # … is there
+    assert "acknowledged generation 1" in capsys.readouterr().out
+    line, _ = Journal(tmp_path / "t").last("resumed")
+    assert line is not None
+    assert line.extra["code"] == "right"
+    assert "signature" not in line.extra
+
+
+def test_handoff_acknowledge_sign_with_signs_the_resumed_line(
+    tmp_path: Path, alice: SigningKey, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _saved_with_code(tmp_path / "t")
+    assert main(["acknowledge", str(tmp_path / "t"), code, "--sign-with", str(alice.path)]) == 0
+    line, _ = Journal(tmp_path / "t").last("resumed")
+    assert line is not None
+    assert isinstance(line.extra.get("signature"), str)
+    _another_user(monkeypatch, tmp_path)
+    assert claim(line, thread_id="t") == "proven"  # by alice's signature, which this allowed_signers trusts
+    with pytest.raises(SystemExit) as done:
+        main(["acknowledge", str(tmp_path / "t"), code, "--sign-with", str(alice.path), "--no-sign"])
+    assert done.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

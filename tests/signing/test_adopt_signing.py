@@ -76,7 +76,9 @@ def test_handoff_adopt_says_the_signer_and_takes_require_signed(
     descriptor = tmp_path / "d.json"
     descriptor.write_text(_exported(tmp_path, "src", alice, blobs).to_json(), encoding="utf-8")
     assert main(["adopt", str(descriptor), str(tmp_path / "new"), "--blobs", str(tmp_path / "blobs")]) == 0
-    assert f"signed by {ALICE}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"signed by {ALICE}" in out.splitlines()[0]
+    assert "\n  descriptor: unsigned\n" in out  # _exported signs the checkpoint, not the descriptor
     descriptor.write_text(_exported(tmp_path, "plain", None, blobs).to_json(), encoding="utf-8")
     args = ["adopt", str(descriptor), str(tmp_path / "new2"), "--blobs", str(tmp_path / "blobs"), "--require-signed"]
     assert main(args) == 1
@@ -127,5 +129,72 @@ def test_a_1_0_descriptor_carrying_a_signature_is_refused(tmp_path: Path, alice:
     store.save({"narrative": "one"})
     document = json.loads(handoff_checkpoint(store, blobs=blobs, signing_key=alice).to_json())
     document["descriptor_version"] = "1.0"
-    with pytest.raises(DescriptorError, match=r"descriptor_version 1\.0 holds no signature"):
+    with pytest.raises(DescriptorError) as refused:
         parse_descriptor(json.dumps(document))
+    assert str(refused.value) == "<descriptor>: a 1.0 descriptor has no signature; a signed descriptor is format 1.1"
+
+
+def test_handoff_adopt_names_the_file_of_a_1_0_descriptor_carrying_a_signature(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "one"})
+    document = json.loads(handoff_checkpoint(store, blobs=blobs, signing_key=alice).to_json())
+    document["descriptor_version"] = "1.0"
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["adopt", str(path), str(tmp_path / "new"), "--blobs", str(tmp_path / "blobs")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"handoff: {path}: a 1.0 descriptor has no signature; a signed descriptor is format 1.1\n"
+    assert not (tmp_path / "new").exists()
+
+
+def test_handoff_adopt_of_a_descriptor_file_edited_after_signing_names_the_file(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "one"})
+    document = json.loads(handoff_checkpoint(store, blobs=blobs, to_agent="beta", signing_key=alice).to_json())
+    document["to_agent"] = "mallory"  # readdressed: the signature no longer verifies
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["adopt", str(path), str(tmp_path / "new"), "--blobs", str(tmp_path / "blobs")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"handoff: {path}: the descriptor's signature does not verify over it")
+    assert "<descriptor>" not in err
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(SignatureError) as refused:  # the library names what it is told the text came from
+        adopt_checkpoint(json.dumps(document), tmp_path / "new", blobs=blobs, where=path)
+    assert refused.value.path == str(path)
+
+
+def test_require_signed_names_the_file_of_an_unsigned_descriptor(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "one"})  # a checkpoint alice signed, in a descriptor no one signed
+    path = tmp_path / "d.json"
+    path.write_text(handoff_checkpoint(store, blobs=blobs, signing_key=False).to_json(), encoding="utf-8")
+    args = ["adopt", str(path), str(tmp_path / "new"), "--blobs", str(tmp_path / "blobs"), "--require-signed"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"handoff: {path}: the descriptor of src:1 is not signed by a trusted key (unsigned)")
+
+
+def test_handoff_adopt_says_who_signed_the_descriptor_and_whom_it_was_addressed_to(
+    tmp_path: Path, alice: SigningKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    store = HandoffStore(tmp_path / "src", signing_key=alice)
+    store.save({"narrative": "one"})
+    path = tmp_path / "d.json"
+    path.write_text(handoff_checkpoint(store, blobs=blobs, to_agent="beta", signing_key=alice).to_json())
+    assert main(["adopt", str(path), str(tmp_path / "new"), "--blobs", str(tmp_path / "blobs")]) == 0
+    _, descriptor, addressed = capsys.readouterr().out.splitlines()
+    assert descriptor == f"  descriptor: signed by {ALICE} ({alice.fingerprint})"
+    assert addressed == "  addressed to: beta"

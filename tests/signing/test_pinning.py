@@ -178,7 +178,8 @@ def test_a_key_revoked_or_retired_by_valid_before_is_refused_on_a_pinned_thread(
 
 
 def test_state_json_cannot_inject_state_into_a_pinned_thread(tmp_path: Path, alice: SigningKey) -> None:
-    """Every copy of the newest generation damaged and state.json rewritten: the rebuild is unsigned, so refused."""
+    """Every copy of the newest generation damaged and state.json rewritten: its signature does not verify, so
+    nothing is rebuilt from it; with the signature stripped the rebuild is unsigned, so refused on a pinned thread."""
     folder = tmp_path / "t"
     store = HandoffStore(folder, signing_key=alice, durability="full")
     store.save({"narrative": "one", "state": {"data": {"deploy": "staging"}}})
@@ -191,6 +192,14 @@ def test_state_json_cannot_inject_state_into_a_pinned_thread(tmp_path: Path, ali
     mirror["check"] = self_check(mirror)
     (folder / "state.json").write_text(json.dumps(mirror), encoding="utf-8")
     unpin(folder)
+    # signed by alice over "staging": the edit breaks the signature, and nothing is rebuilt from it, pinned or not
+    restored = HandoffStore(folder, signing_key=False).restore()
+    assert (restored.source, restored.handoff.generation) == ("history", 1)
+    assert any("state.json: its signature does not verify over its state" in p for p in restored.problems)
+    del mirror["signature"], mirror["check"]  # the signature stripped
+    mirror["check"] = self_check(mirror)
+    (folder / "state.json").write_text(json.dumps(mirror), encoding="utf-8")
+    unpin(folder)  # the restore above read alice's generation 1, which pinned the folder again
     rebuilt = HandoffStore(folder, signing_key=False).restore()  # not pinned: the injection is returned (flagged)
     assert (rebuilt.source, rebuilt.handoff.state.data) == ("rebuilt", {"deploy": "production"})
     pin(folder, "t", None, how="again")

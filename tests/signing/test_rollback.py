@@ -19,6 +19,7 @@ from handoff_files.signing.keys import SigningKey
 from handoff_files.thread.anchor import anchor_of
 from handoff_files.thread.pins import unpin
 from handoff_files.thread.verify import verify_thread
+from tests.conftest import ALICE
 
 pytestmark = pytest.mark.usefixtures("signing_home")
 
@@ -108,6 +109,12 @@ def test_a_damaged_newest_generation_of_a_pinned_thread_is_not_restored_past_uns
     store.save({"narrative": "two"})
     for copy in (folder / "handoff.json", folder / "history" / "00000002.json"):
         copy.write_bytes(copy.read_bytes().replace(b'"two"', b'"tw0"'))
+    # state.json, signed by alice over generation 2's state, still vouches for it: rebuilt, trusted
+    rebuilt = HandoffStore(folder).restore()
+    assert (rebuilt.source, rebuilt.handoff.generation) == ("rebuilt", 2)
+    assert rebuilt.signature is not None
+    assert rebuilt.signature.principal == ALICE
+    (folder / "state.json").unlink()
     with pytest.raises(RollbackError, match="newest trusted generation here is 1"):
         HandoffStore(folder).restore()
     restored = HandoffStore(folder).restore(accept_rollback=True)

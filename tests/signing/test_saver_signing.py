@@ -70,3 +70,20 @@ def test_a_checkpoint_whose_signature_does_not_verify_is_refused_on_read(tmp_pat
         path.write_text(json.dumps(document, indent=2), encoding="utf-8")
     with pytest.raises(SignatureError, match="signature does not verify over its seal"):
         HandoffSaver(tmp_path / "root", signing_key=False).get_tuple(THREAD)
+
+
+def test_keep_latest_writes_a_signed_retention_record_so_verify_calls_the_older_checkpoints_pruned(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    from handoff_files.thread.verify import verify_thread
+
+    saver = HandoffSaver(tmp_path / "root", signing_key=alice)
+    for narrative in ("one", "two", "three"):
+        _put(saver, narrative)
+    saver.prune(["t"], strategy="keep_latest")
+    _put(saver, "four")
+    checked = verify_thread(tmp_path / "root" / "t")
+    assert checked.ok, checked.problems
+    assert checked.retention is not None
+    assert checked.retention.startswith("generations 1 to 2 pruned (retention.json:")
+    assert f"signed by {ALICE}" in checked.retention

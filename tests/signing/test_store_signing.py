@@ -120,9 +120,13 @@ def test_a_generation_signed_by_ssh_keygen_restores_with_its_signer(tmp_path: Pa
 
 
 def _break_signature(thread: Path, signature: str) -> None:
-    """Change one base64 character in the middle of *signature* wherever the thread holds it (any copy)."""
+    """Change one base64 character of *signature*'s signature bytes wherever the thread holds it (any copy).
+
+    The armor's last lines hold the Ed25519 signature itself, which no other signature shares (its
+    first lines hold the key, which every signature by the same key does: state.json's too).
+    """
     lines = signature.splitlines()
-    middle = lines[2]
+    middle = next(line for line in reversed(lines[1:-1]) if len(line) > 31)
     changed = middle[:30] + ("A" if middle[30] != "A" else "B") + middle[31:]
     for path in thread.rglob("*"):
         if path.is_file() and middle.encode() in path.read_bytes():
@@ -141,8 +145,11 @@ def test_a_copy_whose_signature_does_not_verify_is_damage_and_restore_takes_anot
     assert load(second.path).narrative == "second", "the seal still matches: load() alone does not check signatures"
     restored = HandoffStore(tmp_path / "t", signing_key=key).restore()
     # every copy of generation 2 is damaged: the ladder's last rung rebuilds it from state.json and the
-    # journal, unsealed and so unsigned, and says what was lost; the broken copy is never returned
-    assert (restored.source, restored.handoff.seal, restored.signature) == ("rebuilt", None, None)
+    # journal, unsealed, and says what was lost; the broken copy is never returned. state.json's own
+    # signature (over the state it holds) says who vouched for what was rebuilt
+    assert (restored.source, restored.handoff.seal) == ("rebuilt", None)
+    assert restored.signature is not None
+    assert restored.signature.fingerprint == key.fingerprint
     assert restored.handoff.narrative != "second"
     assert any("signature does not verify" in problem for problem in restored.problems), restored.problems
 
