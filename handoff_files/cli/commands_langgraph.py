@@ -47,5 +47,6 @@ def _prune_thread(args: argparse.Namespace) -> str:
         return to_json({"thread": args.root, "kept": kept, "removed": removed, "dry_run": args.dry_run})
     verb = "would remove" if args.dry_run else "removed"
     lines = [f"{verb} history/{name}" for name in removed]
-    lines.append(f"kept the newest {len(kept)} generation file(s); {verb} {len(removed)}")
+    keep = "would keep" if args.dry_run else "kept"
+    lines.append(f"{keep} the newest {len(kept)} generation file(s); {verb} {len(removed)}")
     return "\n".join(lines) + "\n"

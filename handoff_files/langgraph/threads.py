@@ -128,7 +128,8 @@ def keep_latest(saver: HandoffSaver, thread_id: str) -> None:
             refuse_delta_prune(saver, namespace, entries)
             newest = entries[0].generation if entries else 0
             if len(entries) > 1:  # the retention record says so first: `handoff verify` tells it from loss
-                record_pruning(namespace.store, [entries[0].path.name], namespace.store.keep)
+                oldest = min(entry.generation for entry in entries)
+                record_pruning(namespace.store, [entries[0].path.name], namespace.store.keep, oldest)
             # a damaged file older than the checkpoint kept goes with the others it is among
             namespace.remove(entries[1:], writes_files, [bad for bad in damaged if bad.generation < newest])
 

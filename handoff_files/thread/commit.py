@@ -308,6 +308,7 @@ def _prune(thread: ThreadSettings, listing: list[tuple[int, str]], thread_id: st
             thread_id=thread_id,
             keep=thread.keep,
             kept_from=listing[thread.keep - 1][0],
+            oldest=listing[-1][0],
             generation=listing[0][0],
             seal=seal,
             key=thread.keys.key() if thread.keys is not None else None,

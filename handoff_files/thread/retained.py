@@ -49,7 +49,9 @@ _MAX_ARMORED: Final = 4096
 _REMEMBERED: Final = 4096
 # per record file: its identity when this process last found it covering a store, and what it covered
 _KNOWN: dict[str, tuple[tuple[int, int, int], str, int, str | None]] = {}
-_FIELDS: Final = frozenset({"kind", "thread_id", "keep", "kept_from", "generation", "seal", "written_at", "signature"})
+_FIELDS: Final = frozenset(
+    {"kind", "thread_id", "keep", "kept_from", "generation", "seal", "written_at", "unaccounted_below", "signature"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +65,22 @@ class RetentionRecord:
     seal: str
     written_at: dt.datetime
     signature: str | None = None
+    #: generations below this were already gone when the thread's first record was written (an
+    #: earlier release pruned them, or they were lost, or the record was removed): not accounted for
+    unaccounted_below: int | None = None
 
     def message(self) -> bytes:
         """The text the signature is over: every field but the signature, one per line."""
-        lines = (
+        lines = [
             _HEAD,
             f"thread {self.thread_id}",
             f"keep {self.keep}",
             f"kept-from {self.kept_from}",
             f"at {self.generation} {self.seal}",
             f"written {iso_z(self.written_at)}",
-        )
+        ]
+        if self.unaccounted_below is not None:  # a seventh line only then: records without it sign as before
+            lines.append(f"unaccounted-below {self.unaccounted_below}")
         return "\n".join(lines).encode()
 
     def pruned_below(self, newest: int) -> int:
@@ -101,12 +108,16 @@ def write_record(
     generation: int,
     seal: str,
     key: SigningKey | None,
+    unaccounted_below: int | None = None,
 ) -> RetentionRecord:
     """Write ``retention.json`` durably (call under the writers' lock, before removing what it covers).
 
+    :param unaccounted_below: generations below it were gone before any record said why (None: none were).
     :raises HandoffWriteError: if it cannot be written (the caller then removes nothing).
     """
-    record = RetentionRecord(thread_id, keep, kept_from, generation, seal, utc_now().replace(microsecond=0))
+    now = utc_now().replace(microsecond=0)
+    below = unaccounted_below if unaccounted_below is not None and unaccounted_below > 1 else None
+    record = RetentionRecord(thread_id, keep, kept_from, generation, seal, now, unaccounted_below=below)
     if key is not None:
         record = replace(record, signature=key.sign(record.message()))
     fields = {
@@ -118,6 +129,8 @@ def write_record(
         "seal": record.seal,
         "written_at": iso_z(record.written_at),
     }
+    if record.unaccounted_below is not None:
+        fields["unaccounted_below"] = record.unaccounted_below
     if record.signature is not None:
         fields["signature"] = record.signature
     write_durable(layout.path / RETENTION_NAME, orjson.dumps(fields, option=orjson.OPT_INDENT_2) + b"\n")
@@ -133,11 +146,14 @@ def keep_record(
     generation: int,
     seal: str,
     key: SigningKey | None,
+    oldest: int,
 ) -> None:
     """Make ``retention.json`` cover a removal of every generation below *kept_from* (call under the lock, before it).
 
     Nothing is written when the record already covers this store (its thread, its ``keep``, its
-    key): a save that prunes costs one ``stat`` here once this process has read the record.
+    key): a save that prunes costs one ``stat`` here once this process has read the record. A
+    record written where none of this thread could be read says that the generations below
+    *oldest* (the oldest there is now) were gone before it: it never vouches for their pruning.
 
     :raises HandoffWriteError: if a record is needed and cannot be written (remove nothing then).
     """
@@ -147,6 +163,7 @@ def keep_record(
         st = path.lstat()
     except OSError:
         st = None
+    before = oldest  # with no record of this thread, what is gone already is not accounted for
     if st is not None:
         identity = (st.st_ino, st.st_mtime_ns, st.st_size)
         if _KNOWN.get(os.fspath(path)) == (identity, thread_id, keep, fingerprint):
@@ -158,7 +175,18 @@ def keep_record(
         if record is not None and record.covers(thread_id, keep, key):
             _remember(path, identity, thread_id, keep, fingerprint)
             return
-    write_record(layout, thread_id=thread_id, keep=keep, kept_from=kept_from, generation=generation, seal=seal, key=key)
+        if record is not None and record.thread_id == thread_id:  # its account carries over
+            before = record.unaccounted_below or 1
+    write_record(
+        layout,
+        thread_id=thread_id,
+        keep=keep,
+        kept_from=kept_from,
+        generation=generation,
+        seal=seal,
+        key=key,
+        unaccounted_below=before,
+    )
     try:
         st = path.lstat()
     except OSError:
@@ -218,6 +246,10 @@ def _record(document: Any, path: Path) -> RetentionRecord:
         if not isinstance(value, str) or not value or len(value) > 512 or "\n" in value:
             msg = f'"{name}" must be a one-line text'
             raise HandoffValidationError(path, msg)
+    below = document.get("unaccounted_below")
+    if below is not None and (isinstance(below, bool) or not isinstance(below, int) or below < 2):
+        msg = f'"unaccounted_below" must be a whole number, 2 or more, not {below!r}'
+        raise HandoffValidationError(path, msg)
     signature = document.get("signature")
     if signature is not None and (not isinstance(signature, str) or len(signature) > _MAX_ARMORED):
         msg = '"signature" is not an armored SSH signature'
@@ -238,4 +270,5 @@ def _record(document: Any, path: Path) -> RetentionRecord:
         str(texts["seal"]),
         written_at,
         signature,
+        below,
     )

@@ -17,7 +17,7 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.thread.kind import saver_root, thread_kind
 from handoff_files.thread.layout import ThreadDir, generation_of
-from handoff_files.thread.retained import write_record
+from handoff_files.thread.retained import read_record, write_record
 from handoff_files.thread.signatures import verified
 from handoff_files.thread.store import HandoffStore
 
@@ -104,7 +104,7 @@ def prune_history(
         kept, removed = names[:keep], names[keep:]
         if not removed:
             return kept, removed
-        record_pruning(store, kept, keep)
+        record_pruning(store, kept, keep, generation_of(names[-1]) or 1)
         for name in removed:
             try:
                 (store.history_dir / name).unlink()
@@ -118,10 +118,11 @@ def prune_history(
     return kept, removed
 
 
-def record_pruning(store: HandoffStore, kept: list[str], keep: int) -> None:
+def record_pruning(store: HandoffStore, kept: list[str], keep: int, oldest: int) -> None:
     """Write the retention record before a prune removes anything (call under the lock): every
     generation below the oldest of *kept* (``history/`` names, newest first) is going, and saves
-    keep *keep* from now on. The record names the newest kept generation that verifies.
+    keep *keep* from now on. The record names the newest kept generation that verifies; what was
+    gone below *oldest* (the oldest there is now) before any record of the thread stays unaccounted for.
 
     :raises HandoffValidationError: if none does (nothing is removed: the doctor says what is wrong).
     """
@@ -132,15 +133,21 @@ def record_pruning(store: HandoffStore, kept: list[str], keep: int) -> None:
             continue
         if handoff.seal is None:
             continue
-        oldest = generation_of(kept[-1]) or 1
+        try:
+            earlier = read_record(store.layout)
+        except HandoffError:
+            earlier = None
+        if earlier is not None and earlier.thread_id == handoff.thread_id:
+            oldest = earlier.unaccounted_below or 1  # the thread's account carries over
         write_record(
             store.layout,
             thread_id=handoff.thread_id,
             keep=keep,
-            kept_from=oldest,
+            kept_from=generation_of(kept[-1]) or 1,
             generation=handoff.generation,
             seal=str(handoff.seal),
             key=store.signing_key,
+            unaccounted_below=oldest,
         )
         return
     msg = "no generation kept in history/ verifies, so no retention record can name the thread: nothing removed"

@@ -18,14 +18,18 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from handoff_files.format import seal as sealing
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.thread.anchor import anchor_of, rollback_of
+from handoff_files.thread.history import DEFAULT_KEEP
 from handoff_files.thread.layout import HISTORY_DIR, MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import read_mirror, verify_mirror
 from handoff_files.thread.pins import pin_of
 from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord, read_record
+from handoff_files.thread.scan import scan, vouched
+from handoff_files.thread.settings import ThreadSettings
 from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
 
 __all__ = ["CheckedGeneration", "ThreadCheck", "verify_thread"]
@@ -88,6 +92,8 @@ def verify_thread(
     problems = _primary(layout, good, checker, entries)
     listed = {entry.generation for entry in entries if entry.generation is not None}
     problems += _chain(good, listed)
+    vouched, lost = _unfiled(layout, max(listed, default=0))
+    problems += lost
     held = None
     try:
         held = pin_of(layout.path)
@@ -101,7 +107,8 @@ def verify_thread(
     if held is not None:
         problems += _rolled_back(layout, good, entries)
     problems += _mirror(layout, checker, strict=held is not None or require_signed)
-    retention, lost = _retention(layout, good, listed, own, checker, strict=held is not None or require_signed)
+    strict = held is not None or require_signed
+    retention, lost = _retention(layout, good, listed, own, checker, strict=strict, newest=vouched)
     problems += lost
     pinned_at = None if held is None else held.pinned_at
     return ThreadCheck(layout.path, pinned_at, tuple(entries), tuple(problems), retention)
@@ -219,6 +226,7 @@ def _retention(
     checker: SignerCheck,
     *,
     strict: bool,
+    newest: int,
 ) -> tuple[str | None, list[str]]:
     """What became of the generations below the oldest kept, by the retention record; and what is wrong.
 
@@ -233,7 +241,7 @@ def _retention(
     oldest = min(listed, default=1)
     if oldest <= 1:
         return None, problems
-    span = "generation 1" if oldest == 2 else f"generations 1 to {oldest - 1}"
+    span = _span(1, oldest - 1)
     who, trusted = "unsigned", False
     if record is not None and record.signature is not None:
         report = checker.signer(record.signature, record.written_at, layout.path / RETENTION_NAME)
@@ -243,16 +251,28 @@ def _retention(
             return f"{span} not kept: no retention record, taken as pruned", problems
         why = "no retention record says they were pruned" if record is None else f"the retention record is {who}"
         return None, [*problems, f"{span} not kept, and {why} (lost or removed?)"]
-    bound = record.pruned_below(max(listed))
-    said = f"keep {record.keep}, every generation below {record.kept_from} gone at generation {record.generation}"
+    bound = record.pruned_below(max(newest, *listed))
+    said = f"{RETENTION_NAME}: keep {record.keep}, written at generation {record.generation}; {who}"
     if oldest > bound:
-        missing = str(bound) if oldest == bound + 1 else f"{bound} to {oldest - 1}"
         problems.append(
-            f"generation(s) {missing} missing below the oldest kept, though the retention record ({said}) "
-            "says they are kept: lost or removed"
+            f"{_span(bound, oldest - 1)} missing below the oldest kept, though the retention record (keep "
+            f"{record.keep}) says they are kept: lost or removed"
         )
-    pruned = "generation 1" if min(bound, oldest) == 2 else f"generations 1 to {min(bound, oldest) - 1}"
-    return (f"{pruned} pruned ({RETENTION_NAME}: {said}; {who})" if min(bound, oldest) > 1 else None), problems
+    low = min(bound, oldest)
+    unaccounted = min(record.unaccounted_below or 1, low)
+    parts = []
+    if unaccounted > 1:
+        parts.append(
+            f"{_span(1, unaccounted - 1)} gone before the thread's first retention record (pruned by an earlier "
+            "release, or lost: not accounted for)"
+        )
+    if low > unaccounted:
+        parts.append(f"{_span(unaccounted, low - 1)} pruned")
+    return (f"{'; '.join(parts)} ({said})" if parts else None), problems
+
+
+def _span(first: int, last: int) -> str:
+    return f"generation {first}" if first == last else f"generations {first} to {last}"
 
 
 def _mirror(layout: ThreadDir, checker: SignerCheck, *, strict: bool) -> list[str]:
@@ -273,6 +293,47 @@ def _mirror(layout: ThreadDir, checker: SignerCheck, *, strict: bool) -> list[st
         return [f"{MIRROR_NAME}: its created_at is not a time: {mirror.created_at!r}"]
     report = checker.signer(signature, at, layout.mirror)
     return [] if report.trusted else [f"{MIRROR_NAME}: its signature is {report.describe()}"]
+
+
+def _unfiled(layout: ThreadDir, filed: int) -> tuple[int, list[str]]:
+    """The newest generation the thread vouches for (its files, its journal, ``state.json``, as restore
+    counts them), and the generations above *filed* (the newest with a file) that no file holds."""
+    try:
+        settings = ThreadSettings.checked(
+            layout,
+            format=None,
+            keep=DEFAULT_KEEP,
+            agent_id=None,
+            thread_id=None,
+            algorithm=sealing.DEFAULT_ALGORITHM,
+            lock_timeout=0,
+            durability="full",
+        )
+        found = scan(settings)
+        try:
+            mirror = read_mirror(layout.mirror)
+        except HandoffError:
+            mirror = None
+        newest, _, _ = vouched(found, mirror)
+    except HandoffError as exc:
+        return filed, [f"the journal and {MIRROR_NAME} could not be checked against the files: {exc}"]
+    if newest <= filed:
+        return filed, []
+    held = found.newest.generation if found.newest is not None and found.newest.source == "journal" else filed
+    problems = []
+    if held > filed:
+        span = str(held) if held == filed + 1 else f"{filed + 1} to {held}"
+        problems.append(
+            f"generation(s) {span} only in the journal, in no file (a journal-first save cut short, or its files "
+            "lost): `handoff doctor --repair` writes them back"
+        )
+    if newest > held:
+        span = str(newest) if newest == held + 1 else f"{held + 1} to {newest}"
+        problems.append(
+            f"generation(s) {span} missing: the journal or {MIRROR_NAME} names generation {newest}, and no file or "
+            "journal line holds it (lost or removed; restore rebuilds the newest from state.json if it can)"
+        )
+    return newest, problems
 
 
 def _misplaced(record: RetentionRecord, good: dict[int, Handoff], own: str | None) -> list[str]:

@@ -100,7 +100,7 @@ def test_prune_dry_run_takes_no_lock_and_answers_at_once(
     )
     assert time.monotonic() - started < 20  # not the 30-second wait for the lock (start-up included)
     assert done.returncode == 0, done.stderr
-    assert "kept the newest 1" in done.stdout
+    assert "would keep the newest 1 generation file(s); would remove" in done.stdout
     assert done.stderr == ""
 
 

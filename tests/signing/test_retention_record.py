@@ -23,10 +23,12 @@ from tests.conftest import ALICE
 pytestmark = pytest.mark.usefixtures("signing_home")
 
 
-def _thread(tmp_path: Path, key: SigningKey | bool, saves: int = 15, keep: int = 5) -> Path:
+def _thread(
+    tmp_path: Path, key: SigningKey | bool, saves: int = 15, keep: int = 5, durability: str = "journal"
+) -> Path:
     """A thread of *saves* generations by a store keeping *keep* (signed with *key*, or unsigned: False)."""
     folder = tmp_path / "t"
-    store = HandoffStore(folder, signing_key=key, keep=keep)  # type: ignore[arg-type]
+    store = HandoffStore(folder, signing_key=key, keep=keep, durability=durability)  # type: ignore[arg-type]
     for n in range(1, saves + 1):
         store.save({"narrative": f"step {n}"})
     return folder
@@ -74,7 +76,8 @@ def test_a_kept_generation_deleted_is_loss_not_pruning(tmp_path: Path, alice: Si
     checked = verify_thread(folder)
     assert not checked.ok
     assert any(
-        p.startswith("generation(s) 11 missing below the oldest kept, though the retention record") and "lost" in p
+        p.startswith("generation 11 missing below the oldest kept, though the retention record (keep 5)")
+        and "lost" in p
         for p in checked.problems
     ), checked.problems
     assert checked.retention is not None
@@ -177,3 +180,54 @@ def test_the_cli_shows_the_retention_line_and_json_carries_it(
     assert "generations 1 to 10 pruned (retention.json: keep 5" in out
     assert main(["verify", str(folder), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["retention"].startswith("generations 1 to 10 pruned")
+
+
+@pytest.mark.parametrize("durability", ["journal", "full"])
+def test_the_newest_generations_deleted_are_named_lost_not_the_pruned_ones(tmp_path: Path, durability: str) -> None:
+    folder = _thread(tmp_path, False, keep=10, durability=durability)
+    for n in range(12, 16):
+        (folder / "history" / f"{n:08d}.json").unlink()
+    (folder / "handoff.json").unlink()
+    checked = verify_thread(folder)
+    assert not checked.ok
+    if durability == "journal":  # each generation's whole document is in its journal line: not lost
+        want = "generation(s) 12 to 15 only in the journal, in no file"
+    else:
+        want = "generation(s) 12 to 15 missing: the journal or state.json names generation 15"
+    assert any(p.startswith(want) for p in checked.problems), checked.problems
+    assert not any("2 to 5" in p for p in checked.problems), checked.problems  # pruned, as the record says
+    assert checked.retention is not None
+    assert checked.retention.startswith("generations 1 to 5 pruned")
+
+
+def test_a_thread_whose_every_file_is_gone_is_not_ok(tmp_path: Path) -> None:
+    folder = _thread(tmp_path, False, durability="full")
+    (folder / "handoff.json").unlink()
+    shutil.rmtree(folder / "history")
+    checked = verify_thread(folder)
+    assert not checked.ok
+    assert any(p.startswith("generation(s) 1 to 15 missing") for p in checked.problems), checked.problems
+
+
+def test_a_record_written_anew_after_one_was_removed_never_vouches_for_what_was_gone(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    folder = _thread(tmp_path, alice)  # keeps 11 to 15
+    (folder / RETENTION_NAME).unlink()
+    (folder / "history" / "00000011.json").unlink()  # and a kept generation with it
+    store = HandoffStore(folder, signing_key=alice, keep=5)
+    store.save({"narrative": "16"})  # 12 to 16 kept: nothing to prune
+    store.save({"narrative": "17"})  # 12 pruned: a record is written anew
+    record = _record(folder)
+    assert record.unaccounted_below == 12
+    checked = verify_thread(folder)
+    assert checked.retention is not None
+    assert checked.retention.startswith(
+        "generations 1 to 11 gone before the thread's first retention record (pruned by an earlier release, or lost"
+    ), checked.retention
+    assert "; generation 12 pruned (retention.json: keep 5" in checked.retention
+    # the account carries over when the record is rewritten (keep changed)
+    HandoffStore(folder, signing_key=alice, keep=3).save({"narrative": "18"})
+    assert _record(folder).unaccounted_below == 12
+    prune_history(HandoffStore(folder, signing_key=alice), 2)
+    assert _record(folder).unaccounted_below == 12
