@@ -17,6 +17,7 @@ import os
 import secrets
 import stat
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -187,6 +188,7 @@ def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
     from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415 -- lazy
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: PLC0415
     from cryptography.hazmat.primitives.serialization import load_ssh_private_key  # noqa: PLC0415
+    from cryptography.utils import CryptographyDeprecationWarning  # noqa: PLC0415
 
     target = Path(path)
     try:
@@ -213,7 +215,9 @@ def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
         )
         raise SigningKeyError(target, msg)
     try:
-        private = load_ssh_private_key(data, password=None)
+        with warnings.catch_warnings():  # a DSA key warns it is deprecated: it is refused below in any case
+            warnings.simplefilter("ignore", CryptographyDeprecationWarning)
+            private = load_ssh_private_key(data, password=None)
     except TypeError as exc:  # cryptography: "Password was not given but private key is encrypted"
         msg = "passphrase-protected: this library asks for no passphrase; sign with an unencrypted key kept 0600"
         raise SigningKeyError(target, msg) from exc
@@ -228,15 +232,19 @@ def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
 
 def _kind(private: object) -> str:
     """A key's type as a person names it: "an RSA key", "an ECDSA key" …"""
-    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa  # noqa: PLC0415 -- lazy
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, rsa  # noqa: PLC0415 -- lazy
 
     kinds: tuple[tuple[type, str], ...] = (
         (rsa.RSAPrivateKey, "an RSA key"),
         (ec.EllipticCurvePrivateKey, "an ECDSA key"),
-        (dsa.DSAPrivateKey, "a DSA key"),
         (ed448.Ed448PrivateKey, "an Ed448 key"),
     )
-    return next((name for cls, name in kinds if isinstance(private, cls)), f"a {type(private).__name__} key")
+    found = next((name for cls, name in kinds if isinstance(private, cls)), None)
+    if found is not None:
+        return found
+    # DSA by its class's name: cryptography 51 deprecates DSA, and looking up its class warns
+    name = type(private).__name__
+    return "a DSA key" if name.startswith("DSA") else f"a {name} key"
 
 
 def create_key(path: str | os.PathLike[str], *, comment: str = "") -> SigningKey:

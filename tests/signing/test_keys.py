@@ -104,3 +104,25 @@ def test_the_configured_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         config.write_text(bad)
         with pytest.raises(HandoffParseError, match=r"config\.toml"):
             configured_key()
+
+
+def test_a_dsa_key_is_named_and_refused_without_a_warning(tmp_path: Path) -> None:
+    import warnings
+
+    from cryptography.hazmat.primitives import serialization
+
+    with warnings.catch_warnings():  # making one warns (cryptography 51 deprecates DSA); refusing one must not
+        warnings.simplefilter("ignore")
+        from cryptography.hazmat.primitives.asymmetric import dsa
+
+        private = dsa.generate_private_key(key_size=1024)  # noqa: S505 -- refused whatever its size
+        data = private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
+    path = tmp_path / "dsa"
+    path.write_bytes(data)
+    path.chmod(0o600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SigningKeyError, match="a DSA key; handoffs are signed with Ed25519 keys only"):
+            load_signing_key(path)
