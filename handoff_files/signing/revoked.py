@@ -29,6 +29,8 @@ def load_revoked(path: str | os.PathLike[str], *, missing_ok: bool = False) -> f
     :raises HandoffNotFoundError: if it does not exist (without *missing_ok*).
     """
     target = Path(path)
+    if missing_ok and not os.path.lexists(target):  # the usual case: one lstat, no error made and caught
+        return frozenset()
     try:
         text = read_trust_file(target)  # read (and its owner and mode checked) every time
     except HandoffNotFoundError:

@@ -30,7 +30,7 @@ from handoff_files.foundation.errors import SignatureError
 from handoff_files.signing.wire import Reader, WireError, string, uint32
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = [
     "KEY_TYPE",
@@ -115,6 +115,10 @@ def parse_key_line(text: str) -> bytes | None:
         msg = f"not an {KEY_TYPE} public key: {exc}"
         raise ValueError(msg) from exc
     return blob
+
+
+#: public keys made lately, by their blob: a thread's restores verify one key's signatures again and again
+_PUBLIC: dict[bytes, Ed25519PublicKey] = {}
 
 
 def _raw_key(blob: bytes) -> bytes:
@@ -242,7 +246,12 @@ def verify(armored: str, message: bytes, where: str | os.PathLike[str], *, names
     if signed.namespace != namespace:
         msg = f"a signature made for {signed.namespace!r}, not {namespace!r}: never accepted in place of one"
         raise SignatureError(where, msg)
-    public = Ed25519PublicKey.from_public_bytes(_raw_key(signed.key))
+    public = _PUBLIC.get(signed.key)
+    if public is None:
+        public = Ed25519PublicKey.from_public_bytes(_raw_key(signed.key))
+        if len(_PUBLIC) >= _KEEP:
+            _PUBLIC.clear()
+        _PUBLIC[signed.key] = public
     try:
         public.verify(signed.signature, to_sign(message, namespace, signed.hash_algorithm))
     except InvalidSignature as exc:
