@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from handoff_files.thread.journalcheck import check_journal, note
 from handoff_files.thread.kind import LANGGRAPH, SAVER_LOST, sealing_advice, thread_kind
 from handoff_files.thread.layout import HISTORY_DIR, JOURNAL_NAME, MIRROR_NAME
 from handoff_files.thread.locate import thread_of
-from handoff_files.thread.mirror import primary_stamp, read_mirror
+from handoff_files.thread.mirror import primary_stamp, read_mirror, verify_mirror
 from handoff_files.thread.notes import ever_saved
 from handoff_files.thread.pins import pin_of
 from handoff_files.thread.repair import (
@@ -158,7 +159,7 @@ def _check_generations(
         rebuild = f"{suggest('handoff', 'seal', store.path)} seals the rebuilt handoff (state exact) as generation"
         advice = SAVER_LOST if thread_kind(store.layout) == LANGGRAPH else f"{rebuild} {ahead + 1}"
         what = f"generation {ahead} survives only in {MIRROR_NAME}: its handoff files are lost"
-        if pinned:  # its files are here, but no trusted key signed them: never rebuild it into a generation
+        if pinned and not _mirror_trusted(store):  # never rebuild an untrusted state.json into a generation
             what = f"{MIRROR_NAME} mirrors generation {ahead}, which no trusted key signed (pinned since {pinned})"
             advice = (
                 f"a restore returns generation {newest.generation}; save a signed generation on top, or "
@@ -194,6 +195,17 @@ def _untrusted_under_pin(store: HandoffStore) -> tuple[Callable[[Handoff], str |
         return f"is not trusted ({said}), and the folder is pinned to signed generations since {held.pinned_at}"
 
     return why, held.pinned_at
+
+
+def _mirror_trusted(store: HandoffStore) -> bool:
+    """Whether ``state.json`` carries a signature that verifies over its state and that ``allowed_signers`` trusts."""
+    try:
+        mirror = read_mirror(store.mirror_path)
+        signature = verify_mirror(mirror, store.mirror_path)
+        at = dt.datetime.fromisoformat(mirror.created_at)
+    except (HandoffError, ValueError):
+        return False
+    return signature is not None and SignerCheck().signer(signature, at, store.mirror_path).trusted
 
 
 def _read_primary(store: HandoffStore) -> tuple[Handoff | None, str]:

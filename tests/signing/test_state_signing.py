@@ -118,3 +118,19 @@ def test_verify_names_a_state_json_whose_signature_does_not_verify(tmp_path: Pat
     (folder / "state.json").write_text(json.dumps(mirror), encoding="utf-8")
     problems = verify_thread(folder).problems
     assert any("state.json: its signature does not verify over its state" in p for p in problems), problems
+
+
+def test_doctor_on_a_pinned_folder_says_a_trusted_state_json_holds_the_lost_generation(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    from handoff_files.thread.doctor import examine
+
+    folder = tmp_path / "t"
+    store = HandoffStore(folder, signing_key=alice, durability="full")
+    store.save({"narrative": "one"})
+    store.save({"narrative": "two"})
+    (folder / "handoff.json").unlink()
+    (folder / "history" / "00000002.json").unlink()
+    said = " ".join(f.what for f in examine(folder) if f.level != "ok")
+    assert "generation 2 survives only in state.json: its handoff files are lost" in said, said
+    assert "which no trusted key signed" not in said
