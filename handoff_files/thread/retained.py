@@ -89,8 +89,10 @@ class RetentionRecord:
 
     def covers(self, thread_id: str, keep: int, key: SigningKey | None) -> bool:
         """Whether a store of *thread_id* keeping *keep*, signing with *key*, needs no new record."""
-        if self.thread_id != thread_id or self.keep != keep:
-            return False
+        return self.thread_id == thread_id and self.keep == keep and self.signed_with(key)
+
+    def signed_with(self, key: SigningKey | None) -> bool:
+        """Whether *key* made the record's signature (None: whether it is unsigned)."""
         if key is None:
             return self.signature is None
         from handoff_files.signing import sshsig  # noqa: PLC0415 -- a signed record loads the signing layer
@@ -175,8 +177,8 @@ def keep_record(
         if record is not None and record.covers(thread_id, keep, key):
             _remember(path, identity, thread_id, keep, fingerprint)
             return
-        if record is not None and record.thread_id == thread_id:  # its account carries over
-            before = record.unaccounted_below or 1
+        if record is not None and record.thread_id == thread_id and record.signed_with(key):
+            before = record.unaccounted_below or 1  # its account carries over: this key's own word
     write_record(
         layout,
         thread_id=thread_id,

@@ -137,7 +137,7 @@ def record_pruning(store: HandoffStore, kept: list[str], keep: int, oldest: int)
             earlier = read_record(store.layout)
         except HandoffError:
             earlier = None
-        if earlier is not None and earlier.thread_id == handoff.thread_id:
+        if earlier is not None and earlier.thread_id == handoff.thread_id and earlier.signed_with(store.signing_key):
             oldest = earlier.unaccounted_below or 1  # the thread's account carries over
         write_record(
             store.layout,

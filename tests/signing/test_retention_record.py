@@ -16,7 +16,7 @@ import pytest
 from handoff_files import HandoffStore, prune_history
 from handoff_files.cli.main import main
 from handoff_files.signing.keys import SigningKey, create_key
-from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord, read_record
+from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord, read_record, write_record
 from handoff_files.thread.verify import verify_thread
 from tests.conftest import ALICE
 
@@ -231,3 +231,17 @@ def test_a_record_written_anew_after_one_was_removed_never_vouches_for_what_was_
     assert _record(folder).unaccounted_below == 12
     prune_history(HandoffStore(folder, signing_key=alice), 2)
     assert _record(folder).unaccounted_below == 12
+
+
+def test_a_record_another_key_wrote_never_carries_its_account_into_this_keys_record(
+    tmp_path: Path, alice: SigningKey
+) -> None:
+    folder = _thread(tmp_path, alice)  # keeps 11 to 15; alice's record accounts for 1 to 10
+    mallory = create_key(tmp_path / "mallory")
+    (folder / "history" / "00000011.json").unlink()  # removed, then a record of mallory's that says it was pruned
+    write_record(HandoffStore(folder).layout, thread_id="t", keep=3, kept_from=12, generation=15, seal="x", key=mallory)
+    assert _record(folder).unaccounted_below is None
+    HandoffStore(folder, signing_key=alice, keep=2).save({"narrative": "16"})
+    record = _record(folder)
+    assert record.unaccounted_below == 12  # what was gone when alice's key found mallory's record: unaccounted
+    assert record.signed_with(alice)
