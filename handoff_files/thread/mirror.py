@@ -45,6 +45,17 @@ class Mirror:
     primary_written: tuple[int, int] | None = None  # the primary as its writer left it: size, mtime (ns)
     signature: str | None = None  # the saver's SSHSIG over state_message(), or None: unsigned
 
+    def saved(self) -> dict[str, Any]:
+        """What the save wrote and its signature covers (not the totals): :func:`state_message`'s keywords."""
+        return {
+            "generation": self.generation,
+            "seal": self.seal,
+            "agent_id": self.agent_id,
+            "thread_id": self.thread_id,
+            "created_at": self.created_at,
+            "state": self.state,
+        }
+
 
 def state_message(
     *, generation: int, seal: str, agent_id: str, thread_id: str, created_at: str, state: dict[str, Any]
@@ -77,14 +88,7 @@ def verify_mirror(mirror: Mirror, path: Path) -> str | None:
         return None
     from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed state.json loads the signing layer
 
-    message = state_message(
-        generation=mirror.generation,
-        seal=mirror.seal,
-        agent_id=mirror.agent_id,
-        thread_id=mirror.thread_id,
-        created_at=mirror.created_at,
-        state=mirror.state,
-    )
+    message = state_message(**mirror.saved())
     try:
         sshsig.verify(mirror.signature, message, path)
     except SignatureError as exc:

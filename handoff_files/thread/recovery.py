@@ -269,12 +269,7 @@ def acknowledge(thread: ThreadSettings, restored: Restored, *, with_code: bool) 
         write_durable(
             thread.layout.mirror,
             mirror_bytes(
-                generation=mirror.generation,
-                seal=mirror.seal,
-                agent_id=mirror.agent_id,
-                thread_id=mirror.thread_id,
-                created_at=mirror.created_at,
-                state=mirror.state,
+                **mirror.saved(),
                 saves=mirror.saves,
                 last_restore=last_restore,
                 primary_written=mirror.primary_written,

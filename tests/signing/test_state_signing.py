@@ -21,15 +21,7 @@ pytestmark = pytest.mark.usefixtures("signing_home")
 
 
 def _message(folder: Path) -> bytes:
-    mirror = read_mirror(folder / "state.json")
-    return state_message(
-        generation=mirror.generation,
-        seal=mirror.seal,
-        agent_id=mirror.agent_id,
-        thread_id=mirror.thread_id,
-        created_at=mirror.created_at,
-        state=mirror.state,
-    )
+    return state_message(**read_mirror(folder / "state.json").saved())
 
 
 def _lose_every_copy(folder: Path) -> None:
