@@ -16,18 +16,21 @@
 It prints each primitive against its Ed25519 floor and issue 22's goal (≤ 0.1 ms each), and what
 signing adds to the real save and verifying to the real restore (signed minus unsigned, by
 medians and round by round) against the same goal, the unsigned op (the baseline) and the
-floor, and writes ``bench/results-signing.md`` (``--out`` to change; ``--quick`` for a smoke run).
-No user configuration takes part: ``XDG_CONFIG_HOME`` points into the scratch folder for the run.
+floor (for the restore, ``floor:restore``: one bare Ed25519 verification and the bare reads of the
+files trusting a pinned thread needs), and writes ``bench/results-signing.md`` (``--out`` to change;
+``--quick`` for a smoke run). No user configuration or state takes part: ``XDG_CONFIG_HOME`` and
+``XDG_STATE_HOME`` point into the scratch folder for the run.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import os
 import statistics
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
@@ -40,7 +43,10 @@ from handoff_files import HandoffStore, load
 from handoff_files.signing import sshsig
 from handoff_files.signing.allowed import AllowedSigners
 from handoff_files.signing.keys import KEY_ENV, allowed_signers_line, create_key
+from handoff_files.signing.revoked import REVOKED_NAME
+from handoff_files.thread.pins import pins_path
 from handoff_files.thread.signatures import ALLOWED_SIGNERS_ENV
+from handoff_files.thread.userrecord import record_path
 
 DEFAULT_OUT: Final = Path(__file__).resolve().parent / "results-signing.md"
 GOAL_MS: Final = 0.1
@@ -48,13 +54,20 @@ GOAL_MS: Final = 0.1
 #: each real op: its case, the primitive it adds and its floor, and how many of them it does (a signed
 #: save signs its seal and its state.json; a restore verifies one signature)
 REAL: Final = (("save", "sign", "floor:sign", 2), ("restore", "verify", "floor:verify", 1))
+#: the floor of what signing adds, by case, bare: to a save, two Ed25519 signatures and the rollback
+#: anchor moved on (its file read, a line appended); to a restore of a pinned
+#: thread, one Ed25519 verification and the reads the promise needs (allowed_signers, the anchor; an
+#: lstat of revoked_keys and of the pin record)
+FLOORS: Final = {"save": "floor:save", "restore": "floor:restore"}
 
 
 @contextmanager
 def no_user_configuration(scratch: Path) -> Iterator[None]:
-    """For the run: ``XDG_CONFIG_HOME`` in *scratch* and the key and allowed_signers variables unset,
-    so no configured key signs the unsigned cases and no user's trust file is read."""
-    with mock.patch.dict(os.environ, {"XDG_CONFIG_HOME": str(scratch / "config-home")}):
+    """For the run: ``XDG_CONFIG_HOME`` and ``XDG_STATE_HOME`` in *scratch* and the key and allowed_signers
+    variables unset, so no configured key signs the unsigned cases, no user's trust file is read and
+    the pins and rollback anchors the signed cases make are not the user's."""
+    homes = {"XDG_CONFIG_HOME": str(scratch / "config-home"), "XDG_STATE_HOME": str(scratch / "state-home")}
+    with mock.patch.dict(os.environ, homes):
         for name in (KEY_ENV, ALLOWED_SIGNERS_ENV):
             os.environ.pop(name, None)
         yield
@@ -71,7 +84,7 @@ def measure(folder: Path, *, repeats: int, batch: int) -> dict[str, Sample]:
     allowed = AllowedSigners.parse(trust.read_text(encoding="utf-8"), trust)
     content = build_content(1024)
     plain = HandoffStore(folder / "plain", signing_key=False)
-    signed_store = HandoffStore(folder / "signed", signing_key=key)
+    signed_store = HandoffStore(folder / "signed", signing_key=key, allowed_signers=trust)
     receipt = plain.save(content)
     signed_store.save(content)
     HandoffStore(folder / "restore-plain", signing_key=False).save(content)
@@ -100,7 +113,7 @@ def measure(folder: Path, *, repeats: int, batch: int) -> dict[str, Sample]:
     parsed = sshsig.parse(armored, "bench")
     public = Ed25519PublicKey.from_public_bytes(parsed.key[-32:])
     framed = sshsig.to_sign(seal, sshsig.NAMESPACE, parsed.hash_algorithm)
-    cases = {
+    cases: dict[str, Callable[[], object]] = {
         "sign": lambda: key.sign(seal),
         "floor:sign": lambda: key.private.sign(framed),
         "verify": verify,
@@ -111,8 +124,49 @@ def measure(folder: Path, *, repeats: int, batch: int) -> dict[str, Sample]:
         "restore": lambda: restorer("restore-plain").restore(),
         "restore:signed": lambda: restorer("restore-signed").restore(),
     }
+    sign = functools.partial(key.private.sign, framed)
+    cases |= bare_floors(folder, trust, sign, functools.partial(public.verify, parsed.signature, framed))
     sizes = dict.fromkeys(cases, batch)
     return interleaved(cases, repeats=repeats, warmup=2, batch=sizes)
+
+
+def bare_floors(
+    folder: Path, trust: Path, sign: Callable[[], object], verify: Callable[[], None]
+) -> dict[str, Callable[[], object]]:
+    """The floors of what signing adds, bare (see :data:`FLOORS`): ``floor:save`` and ``floor:restore``.
+
+    Looks up the rollback anchor and the pin record the signed cases' warm-up made (in this run's
+    state folder), and refuses to run without them: a floor of files that do not exist measures nothing.
+    """
+    anchors = list(record_path("anchors").iterdir())
+    revoked, pins = trust.parent / REVOKED_NAME, pins_path()
+    if not anchors or not pins.exists():
+        msg = f"the signed cases left {len(anchors)} rollback anchors, the pin record {pins.exists()}: expected both"
+        raise RuntimeError(msg)
+    anchor, body = anchors[0], anchors[0].read_bytes().splitlines(keepends=True)[-1]
+    bare = folder / "bare-anchor.json"
+    bare.write_bytes(body)
+
+    def restore_floor() -> None:  # one verification, the reads a pinned restore needs
+        verify()
+        for path in (trust, anchor):
+            with path.open("rb") as handle:
+                handle.read()
+        for path in (revoked, pins):
+            os.path.lexists(path)
+
+    def save_floor() -> None:  # two signatures, the anchor read and a line appended to it
+        sign()
+        sign()
+        with bare.open("rb") as handle:
+            handle.read()
+        fd = os.open(bare, os.O_WRONLY | os.O_APPEND)
+        os.write(fd, body)
+        os.close(fd)
+        if bare.stat().st_size > 1 << 16:
+            bare.write_bytes(body)
+
+    return {"floor:restore": restore_floor, "floor:save": save_floor}
 
 
 def paired_added(signed: Sample, unsigned: Sample) -> float:
@@ -145,6 +199,7 @@ def added_rows(medians: dict[str, float], paired: dict[str, float]) -> list[list
     for case, primitive, floor, times in REAL:
         unsigned, signed = medians[case], medians[f"{case}:signed"]
         added = signed - unsigned
+        bare = medians[FLOORS[case]]
         verdict = "MET" if added * 1e3 <= GOAL_MS else "MISSED"
         out.append(
             [
@@ -156,6 +211,8 @@ def added_rows(medians: dict[str, float], paired: dict[str, float]) -> list[list
                 ms(paired[case]),
                 f"{added / (times * medians[primitive]):.2f}",
                 f"{added / (times * medians[floor]):.2f}",
+                ms(bare),
+                f"{added / bare:.2f}",
                 f"<= {GOAL_MS}",
                 verdict,
             ]
@@ -185,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "added, paired ms",
         "added ÷ primitive alone",
         "added ÷ Ed25519 alone",
+        "the added work's floor, ms",
+        "added ÷ that floor",
         "goal ms",
         "verdict",
     ]
@@ -202,7 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     real_section = "## What signing adds to a real save and restore\n\n" + markdown_table(real_headers, real)
     real_section += (
         "\n\nsave: a default (journal) `HandoffStore.save` of the 1 KB handoff by a store made with "
-        "`signing_key=False` (the baseline) and by one given the key; the signed save signs twice, "
+        "`signing_key=False` (the baseline) and by one given a key allowed_signers trusts (so the thread is "
+        "pinned and each save moves its rollback anchor on); the signed save signs twice, "
         "the seal (the sign above) and what it writes to state.json (the state layer's digest, its ids), "
         "so its floor is two Ed25519 signatures, and writes both into the files. restore: `HandoffStore(thread, "
         "signing_key=False, allowed_signers=FILE).restore()`, a fresh store each time, of a thread "
@@ -211,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "beside it) and finds the signer. added: signed minus unsigned, by medians (the verdict's) and "
         "round by round (paired); ÷ primitive alone: the added time over the sign or verify above "
         "(twice the sign for a save); ÷ Ed25519 alone: over its floor (twice for a save). "
+        "The added work's floor: for a save, two bare Ed25519 signatures and the rollback anchor moved on "
+        "(its small file read, one line appended to it); for a restore, what trusting a "
+        "pinned thread's generation needs at the least, bare: one Ed25519 verification, a read of "
+        "allowed_signers and of the thread's rollback anchor, an lstat of revoked_keys and of the pin record. "
         f"All {repeats} rounds of batches of {batch}, interleaved "
         "in one run with the rows above."
     )

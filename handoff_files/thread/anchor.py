@@ -5,8 +5,9 @@ removed (with ``state.json`` and the journal rewritten to match), and a signatur
 since the older generations are genuinely signed. So, as TUF keeps the newest metadata version it
 saw, the user's state folder keeps, per pinned folder, the generation number and seal of the
 newest trusted generation this user saved or restored there (``anchors/<folder digest>.json``,
-beside the acknowledgement key). A restore that would return an older generation, or the same
-number with another seal, raises :class:`~handoff_files.foundation.errors.RollbackError`
+beside the acknowledgement key: each move appends a JSON line, the last whole one counts). A restore
+that would return an older generation, or the same number with another seal, raises
+:class:`~handoff_files.foundation.errors.RollbackError`
 naming both, unless the caller accepts it (``restore(accept_rollback=True)``,
 ``handoff trust THREAD --reset``); a save that would reuse an anchored number is refused alike.
 
@@ -21,21 +22,24 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 import orjson
 
 from handoff_files.foundation.atomic import fsync_dir, fsync_file, write_durable
 from handoff_files.foundation.clock import iso_z
-from handoff_files.foundation.errors import RollbackError
-from handoff_files.thread.userrecord import read_private, record_path
+from handoff_files.foundation.errors import HandoffWriteError, RollbackError
+from handoff_files.thread.userrecord import read_private_stat, record_path
 
 __all__ = ["Anchor", "advance", "anchor_of", "forget", "rollback_of"]
 
 _DIR: Final = "anchors"
-_LIMIT: Final = 4096
+_LIMIT: Final = 16384
+#: an anchor file past this size is written anew at its next move (one line) rather than appended to
+_COMPACT: Final = 4096
 _REDO: Final = "restore the thread to anchor it again"
 
 
@@ -52,6 +56,12 @@ class Anchor:
 
 #: the anchor's file name by the folder as named (its real path, digested once per process: a save looks it up)
 _NAMES: dict[str, str] = {}
+#: the anchor last read or written, by its file: that file's identity then (device, inode, size, mtime and
+#: ctime in ns, mode, owner) and what it held. Every move appends (the size grows) or puts a new file in
+#: place (a new inode), a chmod or chown changes ctime: while the identity is the same, it is not read again.
+_SEEN: dict[Path, tuple[tuple[int, ...], Anchor | None]] = {}
+_FOLDERS: set[Path] = set()  # the anchors folders made (or found) by this process
+_PATHS: dict[tuple[Path, str], Path] = {}  # the anchor file by its folder and name: a save looks it up twice
 
 
 def _path(folder: Path) -> Path:
@@ -62,7 +72,14 @@ def _path(folder: Path) -> Path:
         if len(_NAMES) > 1024:
             _NAMES.clear()
         _NAMES[given] = name
-    return record_path(_DIR) / name
+    place = record_path(_DIR)
+    path = _PATHS.get((place, name))
+    if path is None:
+        path = place / name
+        if len(_PATHS) > 1024:
+            _PATHS.clear()
+        _PATHS[place, name] = path
+    return path
 
 
 def anchor_of(folder: Path) -> Anchor | None:
@@ -71,19 +88,52 @@ def anchor_of(folder: Path) -> Anchor | None:
     :raises RollbackError: if the anchor file is not a private file of this user's, or cannot be read.
     """
     try:
-        data = read_private(_path(folder), _LIMIT, RollbackError, _REDO)
+        path = _path(folder)
     except RuntimeError:  # no home directory: none was ever written
         return None
-    if data is None:
+    seen = _SEEN.get(path)
+    if seen is not None:
+        try:
+            if _identity(os.lstat(path)) == seen[0]:
+                return seen[1]
+        except OSError:
+            pass  # gone, or not to be looked at: read as if never seen
+    read = read_private_stat(path, _LIMIT, RollbackError, _REDO)
+    if read is None:
         return None
-    try:
-        raw = orjson.loads(data)
-        anchor = Anchor(raw["thread_id"], raw["generation"], raw["seal"], raw["at"], raw.get("first_seal"))
-    except (KeyError, TypeError, ValueError):
-        return None  # our own private file, torn by a crash (it is written unflushed): anchored anew
-    if not isinstance(anchor.generation, int) or not all(isinstance(v, str) for v in (anchor.thread_id, anchor.seal)):
-        return None
+    data, st = read
+    anchor = _anchor(data)
+    _remember(path, st, anchor)
     return anchor
+
+
+def _anchor(data: bytes) -> Anchor | None:
+    """The anchor the file's last whole line holds (each move appends one); None if none reads.
+
+    A line torn by a crash (the file is written unflushed) is passed over for the one before it:
+    older, never newer. Only the last line ending in a newline counts, so a half-written append
+    never stands for a whole one.
+    """
+    lines = data.split(b"\n")
+    for line in reversed(lines[:-1]):  # what follows the last newline is not a whole line
+        try:
+            raw = orjson.loads(line)
+            anchor = Anchor(raw["thread_id"], raw["generation"], raw["seal"], raw["at"], raw.get("first_seal"))
+        except (KeyError, TypeError, ValueError):
+            continue  # our own private file, torn by a crash: the line before it
+        if isinstance(anchor.generation, int) and all(isinstance(v, str) for v in (anchor.thread_id, anchor.seal)):
+            return anchor
+    return None
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid)
+
+
+def _remember(path: Path, st: os.stat_result, anchor: Anchor | None) -> None:
+    if len(_SEEN) >= 1024:
+        _SEEN.clear()
+    _SEEN[path] = (_identity(st), anchor)
 
 
 def rollback_of(
@@ -146,17 +196,68 @@ def advance(
         except OSError:
             return  # not anchored now: the next restore or save tries again
     path = _path(folder)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.parent not in _FOLDERS:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _FOLDERS.add(path.parent)
     at = iso_z(timespec="seconds")
     body = {"thread_id": thread_id, "generation": generation, "seal": seal, "at": at, "first_seal": first_seal}
-    write_durable(path, orjson.dumps(body) + b"\n", sync=False, mode=0o600)  # lost to a crash: older, never newer
+    line = orjson.dumps(body) + b"\n"
+    _SEEN.pop(path, None)  # read again when next looked up, unless the append below knows it is the last
+    appended = _append(path, line)
+    if appended is not None:
+        if appended:
+            _remember(path, appended, Anchor(thread_id, generation, seal, at, first_seal))
+        return
+    try:  # none yet, or full: a new file holding this line alone (lost to a crash: older, never newer)
+        write_durable(path, line, sync=False, mode=0o600)
+    except HandoffWriteError:
+        _FOLDERS.discard(path.parent)  # removed since it was made? made again, then written again
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_durable(path, line, sync=False, mode=0o600)
+        _FOLDERS.add(path.parent)
+
+
+def _append(path: Path, line: bytes) -> os.stat_result | Literal[False] | None:
+    """Append *line* to the anchor file at *path*, one ``write`` (as the journal appends); None if there is
+    no such file, or it has no room left (:data:`_COMPACT`), or is not this user's private file, or its
+    last line is torn (a line appended to a torn one would be lost with it): then it is written anew.
+    An append costs a tenth of putting a new file in place, which a signed save does each time.
+
+    :returns: the file's ``stat`` after the append when *line* is known to be its last (nothing was
+        appended between this one's ``fstat`` before and after), else False (appended, but another
+        writer's line may follow: read again when next looked up).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None  # none yet (the usual first move), or a link or something else there: written anew
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o077
+            or st.st_size + len(line) > _COMPACT
+            or (st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n")  # torn by a crash: not glued onto
+        ):
+            return None
+        if os.write(fd, line) != len(line):
+            return None  # a short write leaves a torn last line: passed over, and the file written anew
+        after = os.fstat(fd)
+        return after if after.st_size == st.st_size + len(line) else False
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def forget(folder: Path) -> bool:
     """Remove *folder*'s anchor; whether it had one."""
     _NAMES.pop(os.fspath(folder), None)
     try:
-        _path(folder).unlink()
+        path = _path(folder)
+        _SEEN.pop(path, None)
+        path.unlink()
     except (FileNotFoundError, RuntimeError):
         return False
     return True

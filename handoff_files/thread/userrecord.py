@@ -91,6 +91,14 @@ def read_private(path: Path, limit: int, error: type[HandoffError], redo: str) -
     :param redo: what a person does when the record must go (named in the error).
     :raises error: if it is not such a file, or cannot be read.
     """
+    read = read_private_stat(path, limit, error, redo)
+    return None if read is None else read[0]
+
+
+def read_private_stat(
+    path: Path, limit: int, error: type[HandoffError], redo: str
+) -> tuple[bytes, os.stat_result] | None:
+    """:func:`read_private`, with the ``stat`` of the file read (its identity, for a cache)."""
     try:
         data, st = read_bytes(path, limit, follow_symlinks=False)
     except HandoffNotFoundError:
@@ -103,7 +111,7 @@ def read_private(path: Path, limit: int, error: type[HandoffError], redo: str) -
             f"{stat.S_IMODE(st.st_mode):04o}, owner {st.st_uid}): remove it and {redo}"
         )
         raise error(path, msg)
-    return data
+    return data, st
 
 
 def write_entries(path: Path, field: str, entries: list[dict[str, Any]], *, sync: bool = True) -> None:
