@@ -46,11 +46,14 @@ def test_the_added_time_is_the_signed_op_less_the_unsigned_one() -> None:
         "save:signed": 1.05e-3,
         "restore": 0.3e-3,
         "restore:signed": 0.8e-3,
+        "floor:save": 80e-6,
+        "floor:restore": 125e-6,
     }
     save, restore = bench_signing.added_rows(medians, {"save": 60e-6, "restore": 480e-6})
-    # a signed save signs twice (its seal and its state.json): its floor is two signatures
-    assert save[1:] == ["1.000", "1.050", "1.05", "0.050", "0.060", "0.50", "1.00", "<= 0.1", "MET"]
-    assert restore[1:] == ["0.300", "0.800", "2.67", "0.500", "0.480", "5.00", "6.25", "<= 0.1", "MISSED"]
+    # a signed save signs twice (its seal and its state.json); the added work's floor is its own case
+    assert save[1:] == ["1.000", "1.050", "1.05", "0.050", "0.060", "0.50", "1.00", "0.080", "0.62", "<= 0.1", "MET"]
+    restored = ["0.300", "0.800", "2.67", "0.500", "0.480", "5.00", "6.25", "0.125", "4.00", "<= 0.1", "MISSED"]
+    assert restore[1:] == restored
 
 
 def test_the_paired_view_is_the_median_of_round_differences() -> None:
