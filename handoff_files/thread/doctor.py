@@ -32,6 +32,7 @@ from handoff_files.thread.repair import (
     mirror_of,
     rewrite,
     saved_bytes,
+    store_key,
 )
 from handoff_files.thread.signatures import SignerCheck, untrusted, verified
 from handoff_files.thread.store import HandoffStore
@@ -170,6 +171,8 @@ def _check_generations(
     start = len(findings)
     _check_primary(store, primary, primary_problem, newest, findings, repairing=repairing)
     _tag(findings, start, "primary")
+    if ahead and newest is None and copies:
+        return None  # state.json was told above (it holds the one trace of a lost generation): never also "ok"
     start = len(findings)
     _check_mirror(store, newest, findings, repairing)
     _tag(findings, start, "mirror")
@@ -363,7 +366,7 @@ def _check_mirror(store: HandoffStore, newest: Copy | None, findings: list[Findi
         findings.append(repairing.pending("warning", problem, "`handoff doctor --repair` rewrites it"))
         return
     try:
-        rewrite(store.mirror_path, mirror_of(newest, store.primary), keep_as=None)
+        rewrite(store.mirror_path, mirror_of(newest, store.primary, signing_key=store_key(store)), keep_as=None)
     except HandoffWriteError as exc:
         findings.append(not_written(problem, f"rewrite it from generation {newest.generation}", exc))
         return

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from handoff_files.format.codec import MAX_FILE_BYTES, Format, parse, render
 from handoff_files.format.content import ENVELOPE
@@ -19,8 +19,11 @@ from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.thread import signatures
 from handoff_files.thread.layout import EXTENSIONS, HISTORY_DIR, ThreadDir
-from handoff_files.thread.mirror import mirror_bytes
+from handoff_files.thread.mirror import mirror_bytes, state_message
 from handoff_files.thread.scan import HasJournal, journal_saves
+
+if TYPE_CHECKING:
+    from handoff_files.signing.keys import SigningKey
 
 __all__ = [
     "Copy",
@@ -32,6 +35,7 @@ __all__ = [
     "rewrite",
     "saved_bytes",
     "set_aside_lines",
+    "store_key",
 ]
 
 #: The order a save writes a handoff's keys in (``thread/commit.py``): a copy rewritten in it is,
@@ -134,29 +138,65 @@ def saved_bytes(copy: Copy, fmt: Format, target: Path) -> bytes:
     return data
 
 
-def mirror_of(copy: Copy, primary: Path) -> bytes:
+def mirror_of(copy: Copy, primary: Path, *, signing_key: SigningKey | None = None) -> bytes:
     """``state.json`` as the save of *copy*'s generation wrote it (the count of saves taken to be its generation).
 
     The primary's stamp (size, mtime) is recorded when *primary* holds that generation, verified,
     so a later edit of it is told from corruption exactly, as after a save.
 
+    :param signing_key: signs what it holds, as a signed save does, if the generation itself is
+        signed by this same key (never another's, nor an unsigned one: a repair vouches for nothing
+        the key did not sign).
     :raises HandoffError: if the copy cannot be read again.
     """
     document = document_of(copy)
     handoff = copy.handoff
     created_at = document.get("created_at")
     state = document.get("state")
+    saved: dict[str, Any] = {
+        "generation": handoff.generation,
+        "seal": str(handoff.seal),
+        "agent_id": handoff.agent_id,
+        "thread_id": handoff.thread_id,
+        "created_at": created_at if isinstance(created_at, str) else iso_z(handoff.created_at, timespec="microseconds"),
+        "state": state if isinstance(state, dict) else handoff.state.model_dump(mode="json"),
+    }
+    signature = None
+    if signing_key is not None and _signed_by(handoff, signing_key):
+        signature = signing_key.sign(state_message(**saved))
     return mirror_bytes(
-        generation=handoff.generation,
-        seal=str(handoff.seal),
-        agent_id=handoff.agent_id,
-        thread_id=handoff.thread_id,
-        created_at=created_at if isinstance(created_at, str) else iso_z(handoff.created_at, timespec="microseconds"),
-        state=state if isinstance(state, dict) else handoff.state.model_dump(mode="json"),
+        **saved,
         saves=handoff.generation,
         last_restore=None,
         primary_written=_stamp_if_holding(primary, copy),
+        signature=signature,
     )
+
+
+class _Keyed(Protocol):
+    @property
+    def signing_key(self) -> SigningKey | None: ...
+
+
+def store_key(store: _Keyed) -> SigningKey | None:
+    """The key *store* signs with, or None, also when its configured key cannot be read (a repair is
+    never refused for it: it signs nothing)."""
+    try:
+        return store.signing_key
+    except HandoffError:
+        return None
+
+
+def _signed_by(handoff: Handoff, key: SigningKey) -> bool:
+    armored = None if handoff.seal is None else handoff.seal.signature
+    if armored is None:
+        return False
+    from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed generation loads it
+
+    try:
+        return sshsig.parse(armored, "the generation").fingerprint == key.fingerprint
+    except HandoffError:
+        return False
 
 
 def _stamp_if_holding(primary: Path, copy: Copy) -> tuple[int, int] | None:

@@ -126,3 +126,28 @@ def test_doctor_on_a_pinned_folder_says_a_trusted_state_json_holds_the_lost_gene
     said = " ".join(f.what for f in examine(folder) if f.level != "ok")
     assert "generation 2 survives only in state.json: its handoff files are lost" in said, said
     assert "which no trusted key signed" not in said
+
+
+@pytest.mark.parametrize("configured", ["alice", "another key", "none"])
+def test_doctor_repair_signs_the_state_json_it_rewrites_only_with_the_key_that_signed_the_generation(
+    tmp_path: Path, alice: SigningKey, monkeypatch: pytest.MonkeyPatch, configured: str
+) -> None:
+    from handoff_files.thread.doctor import examine
+
+    folder = tmp_path / "t"
+    HandoffStore(folder, signing_key=alice).save({"narrative": "one", "state": {"data": {"step": 1}}})
+    (folder / "state.json").unlink()
+    if configured == "alice":
+        monkeypatch.setenv("HANDOFF_FILES_SIGNING_KEY", str(tmp_path / "alice"))
+    elif configured == "another key":
+        create_key(tmp_path / "mallory")
+        monkeypatch.setenv("HANDOFF_FILES_SIGNING_KEY", str(tmp_path / "mallory"))
+    repaired = [f for f in examine(folder, repair=True) if f.level == "repaired"]
+    assert [f.what for f in repaired] == ["state.json is missing"], repaired
+    mirror = read_mirror(folder / "state.json")
+    if configured == "alice":  # the generation's own signer: signed as the save did, and it verifies
+        assert mirror.signature is not None
+        assert verify_mirror(mirror, folder / "state.json") == mirror.signature
+    else:  # another key never vouches for what alice signed, and no key signs nothing
+        assert mirror.signature is None
+    assert verify_thread(folder).ok

@@ -31,6 +31,8 @@ def test_doctor_never_repairs_backwards_over_a_newer_state_json(thread_dir: Path
     assert HandoffStore(thread_dir).restore().source == "rebuilt"
     findings = examine(HandoffStore(thread_dir), repair=True)
     assert any("survives only in state.json" in f.what for f in findings)
+    # told once, as what it is: not also "ok" in the same run
+    assert not [f for f in findings if f.level == "ok" and "state.json" in f.what], findings
     assert json.loads(store.mirror_path.read_text(encoding="utf-8"))["generation"] == 3
     restored = HandoffStore(thread_dir).restore()
     assert (restored.source, restored.generation) == ("rebuilt", 3)
