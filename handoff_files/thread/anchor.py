@@ -20,9 +20,12 @@ thread id is a new thread, not a rollback: its pin (:mod:`~handoff_files.thread.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -110,9 +113,9 @@ def anchor_of(folder: Path) -> Anchor | None:
 def _anchor(data: bytes) -> Anchor | None:
     """The anchor the file's last whole line holds (each move appends one); None if none reads.
 
-    A line torn by a crash (the file is written unflushed) is passed over for the one before it:
-    older, never newer. Only the last line ending in a newline counts, so a half-written append
-    never stands for a whole one.
+    A line torn by a crash (the file is written unflushed) is passed over for the one before it
+    (an anchor a crash loses is the user's to move again: a restore anchors anew). Only a line
+    ending in a newline counts, so a half-written append never stands for a whole one.
     """
     lines = data.split(b"\n")
     for line in reversed(lines[:-1]):  # what follows the last newline is not a whole line
@@ -183,12 +186,8 @@ def advance(
     :raises RollbackError: if the anchor cannot be read (see :func:`anchor_of`).
     :raises HandoffWriteError: if it cannot be written.
     """
-    held = anchor_of(folder)
-    same = held is not None and _same_thread(held, thread_id, first_seal)
-    if held is not None and same and held.generation >= generation and not back:
-        return
-    if first_seal is None:
-        first_seal = seal if generation == 1 else (held.first_seal if held is not None and same else None)
+    if _as_new(anchor_of(folder), thread_id, generation, first_seal) and not back:
+        return  # the usual restore: nothing to move (checked again under the lock below)
     if flush is not None:
         try:
             fsync_file(flush)
@@ -199,16 +198,54 @@ def advance(
     if path.parent not in _FOLDERS:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         _FOLDERS.add(path.parent)
-    at = iso_z(timespec="seconds")
-    body = {"thread_id": thread_id, "generation": generation, "seal": seal, "at": at, "first_seal": first_seal}
+    with _locked(path.parent):  # read, decide and write as one: a move never lands behind another's newer one
+        held = anchor_of(folder)
+        if _as_new(held, thread_id, generation, first_seal) and not back:
+            return
+        if first_seal is None and generation == 1:
+            first_seal = seal
+        elif first_seal is None and held is not None and _same_thread(held, thread_id, None):
+            first_seal = held.first_seal
+        _write(path, Anchor(thread_id, generation, seal, iso_z(timespec="seconds"), first_seal))
+
+
+def _as_new(held: Anchor | None, thread_id: str, generation: int, first_seal: str | None) -> bool:
+    """Whether *held* already anchors this thread at *generation* or later."""
+    return held is not None and _same_thread(held, thread_id, first_seal) and held.generation >= generation
+
+
+@contextlib.contextmanager
+def _locked(anchors: Path) -> Iterator[None]:
+    """Hold the ``flock`` of the anchors folder itself: every mover of this user's anchors, any process or thread."""
+    try:
+        fd = os.open(anchors, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        msg = f"cannot open the anchors folder to lock it: {exc.strerror or exc}"
+        raise HandoffWriteError(anchors, msg) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the flock
+
+
+def _write(path: Path, anchor: Anchor) -> None:
+    """Append *anchor* to its file (under :func:`_locked`), or write the file anew holding it alone."""
+    body = {
+        "thread_id": anchor.thread_id,
+        "generation": anchor.generation,
+        "seal": anchor.seal,
+        "at": anchor.at,
+        "first_seal": anchor.first_seal,
+    }
     line = orjson.dumps(body) + b"\n"
     _SEEN.pop(path, None)  # read again when next looked up, unless the append below knows it is the last
     appended = _append(path, line)
     if appended is not None:
         if appended:
-            _remember(path, appended, Anchor(thread_id, generation, seal, at, first_seal))
+            _remember(path, appended, anchor)
         return
-    try:  # none yet, or full: a new file holding this line alone (lost to a crash: older, never newer)
+    try:  # none yet, or full: a new file holding this line alone (lost to a crash with the lines before)
         write_durable(path, line, sync=False, mode=0o600)
     except HandoffWriteError:
         _FOLDERS.discard(path.parent)  # removed since it was made? made again, then written again
@@ -257,7 +294,8 @@ def forget(folder: Path) -> bool:
     try:
         path = _path(folder)
         _SEEN.pop(path, None)
-        path.unlink()
-    except (FileNotFoundError, RuntimeError):
+        with _locked(path.parent):
+            path.unlink()
+    except (FileNotFoundError, RuntimeError, HandoffWriteError):
         return False
     return True

@@ -121,8 +121,8 @@ def after_save(
     """After a save: pin the thread if a key ``allowed_signers`` trusts signed it; say in the receipt when
     the folder is pinned and this save's generation is unsigned, so that every restore will pass it over.
 
-    A save signed by a trusted key moves the folder's rollback anchor on (a read and a rename of a small
-    file outside the thread). Whether a key is trusted in a folder is looked up (a read of the generation,
+    A save signed by a trusted key moves the folder's rollback anchor on (a line appended to a small file
+    outside the thread). Whether a key is trusted in a folder is looked up (a read of the generation,
     a look in ``allowed_signers``) once per process. A pin or anchor that cannot be written is said in
     the receipt's ``problems``; it never fails the save.
     """

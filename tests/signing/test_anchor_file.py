@@ -7,7 +7,10 @@ change by another process must be seen at once, though an unchanged file is not 
 
 from __future__ import annotations
 
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -141,3 +144,32 @@ def test_a_save_knows_the_anchor_it_appended_and_does_not_read_it_back(
     store.save({"narrative": "four"})
     assert anchor_of(folder).generation == 4  # type: ignore[union-attr]
     assert reads == []  # each save appended and remembered what it wrote
+
+
+_RACER = """
+import os, sys
+from pathlib import Path
+from handoff_files.thread import anchor
+anchor._COMPACT = 400  # written anew every few moves: appends race the renames too
+folder, start = Path(sys.argv[1]), int(sys.argv[2])
+for generation in range(start, start + 400, 4):
+    anchor.advance(folder, "t", generation, f"blake3:{generation:064x}", first_seal="blake3:" + "1" * 64)
+"""
+
+
+def test_processes_racing_to_move_one_anchor_never_leave_an_older_one_last(tmp_path: Path) -> None:
+    """Four processes move one folder's anchor up, interleaved (1, 2, 3, 4, 5 …): the newest survives.
+
+    Without the anchors folder's lock a move decided on a stale read, or appended to a file another
+    process had just replaced, left an older generation last (seen within a few runs of this test).
+    """
+    folder = tmp_path / "t"
+    folder.mkdir()
+    racers = [  # this test's state folder, through the environment signing_home set
+        subprocess.Popen([sys.executable, "-c", _RACER, str(folder), str(start)], env=dict(os.environ))
+        for start in (1, 2, 3, 4)
+    ]
+    assert [racer.wait(timeout=120) for racer in racers] == [0, 0, 0, 0]
+    anchor = anchor_of(folder)
+    assert anchor is not None
+    assert anchor.generation == 400
