@@ -22,6 +22,7 @@ LAYERS: Final[dict[str, int]] = {
     "foundation": 0,
     "format": 1,
     "signing": 1,  # SSHSIG signatures and who is trusted (a sibling of format: neither imports the other)
+    "storage": 1,  # the seam to a folder or a bucket (issue 23): foundation only, the thread layers above it
     "migrations": 2,  # the steps use format's constants; format finds them by name (importlib), not by import
     "thread": 3,
     "watchers": 4,

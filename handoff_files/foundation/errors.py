@@ -28,10 +28,13 @@ __all__ = [
     "InvalidNameError",
     "InvalidTransitionError",
     "NoHandoffError",
+    "ObjectChangedError",
+    "ObjectExistsError",
     "RollbackError",
     "SealError",
     "SignatureError",
     "SigningKeyError",
+    "StorageConflictError",
     "ThreadKindError",
     "TransferRefusedError",
     "UncertainWriteError",
@@ -202,3 +205,15 @@ class UntrustedSignerError(SignatureError):
 class RollbackError(HandoffError):
     """The thread is older than what this user saved or restored in it (newer generations removed, or one
     replaced): a rollback, refused unless accepted (``accept_rollback=True``, ``handoff trust --reset``)."""
+
+
+class StorageConflictError(HandoffError):
+    """A conditional write lost: another writer created or changed the object first (the path names it)."""
+
+
+class ObjectExistsError(StorageConflictError):
+    """A create-if-absent found the object already there (S3's 412 to ``If-None-Match: *``)."""
+
+
+class ObjectChangedError(StorageConflictError):
+    """A replace-if-unchanged found another version than the one named (S3's 412 to ``If-Match``), or none."""
