@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from handoff_files.signing.keys import SigningKey, create_key, load_signing_key
     from handoff_files.storage import BucketStorage, LocalStorage, Storage, Stored, open_storage
     from handoff_files.thread.layout import ThreadDir
+    from handoff_files.thread.objects import ObjectReceipt, ObjectRestored, ObjectThread
     from handoff_files.thread.results import Acknowledgement, HistoryEntry, MigrationReport, Restored, SaveReceipt
     from handoff_files.thread.retention import prune_history
     from handoff_files.thread.signatures import SignatureReport
@@ -131,6 +132,9 @@ _EXPORTS: Final[dict[str, str]] = {
     "LocalStorage": "handoff_files.storage",
     "BucketStorage": "handoff_files.storage",
     "open_storage": "handoff_files.storage",
+    "ObjectThread": "handoff_files.thread.objects",
+    "ObjectReceipt": "handoff_files.thread.objects",
+    "ObjectRestored": "handoff_files.thread.objects",
     "UntrustedSignerError": "handoff_files.foundation.errors",
     "WrongCodeError": "handoff_files.foundation.errors",
     "Context": "handoff_files.format.model",
@@ -242,6 +246,9 @@ __all__ = [
     "NoHandoffError",
     "ObjectChangedError",
     "ObjectExistsError",
+    "ObjectReceipt",
+    "ObjectRestored",
+    "ObjectThread",
     "Priority",
     "Restored",
     "RollbackError",

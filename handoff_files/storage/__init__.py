@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from handoff_files.foundation.errors import HandoffError
 from handoff_files.storage.bucket import BucketStorage
 from handoff_files.storage.local import LocalStorage
 from handoff_files.storage.seam import Storage, Stored, check_key
@@ -29,4 +30,9 @@ def open_storage(target: str | os.PathLike[str]) -> Storage:
     """
     if is_url(target):
         return BucketStorage(os.fspath(target))
+    if isinstance(target, str) and "://" in target:  # S3://, gs://, file://, http://: never a folder by accident
+        scheme = target.partition("://")[0][:20]
+        msg = f"only s3:// URLs name a store ({scheme}:// is not one yet); a folder is named by its path"
+        shown = f"{scheme}://…"  # the rest may hold a secret: never shown
+        raise HandoffError(shown, msg)
     return LocalStorage(target)

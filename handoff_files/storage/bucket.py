@@ -32,7 +32,7 @@ from handoff_files.foundation.errors import (
     ObjectChangedError,
     ObjectExistsError,
 )
-from handoff_files.storage.seam import Stored, check_key, under
+from handoff_files.storage.seam import Stored, check_data, check_key, under
 
 if TYPE_CHECKING:
     from obstore.store import S3Store
@@ -129,6 +129,7 @@ class BucketStorage:
     def create(self, key: str, data: bytes) -> str:
         """See :meth:`~handoff_files.storage.seam.Storage.create`."""
         named = self._named(key)
+        data = check_data(data, named)
         exceptions = self._obs.exceptions
         try:
             put = self._obs.put(self._store, key, data, mode="create")
@@ -141,6 +142,7 @@ class BucketStorage:
     def replace(self, key: str, data: bytes, etag: str) -> str:
         """See :meth:`~handoff_files.storage.seam.Storage.replace`."""
         named = self._named(key)
+        data = check_data(data, named)
         exceptions = self._obs.exceptions
         try:
             put = self._obs.put(self._store, key, data, mode={"e_tag": etag})

@@ -35,7 +35,7 @@ from handoff_files.foundation.errors import (
     ObjectExistsError,
 )
 from handoff_files.foundation.safe_paths import open_dir_under
-from handoff_files.storage.seam import Stored, check_key, under
+from handoff_files.storage.seam import Stored, check_data, check_key, under
 
 __all__ = ["LocalStorage"]
 
@@ -73,6 +73,7 @@ class LocalStorage:
     def create(self, key: str, data: bytes) -> str:
         """See :meth:`~handoff_files.storage.seam.Storage.create`."""
         path = self._path(key)
+        data = check_data(data, os.fspath(path))
         with self._folder(key, make=True) as (folder, name):
             temp = _flushed_temp(folder, data, path)
             try:
@@ -90,6 +91,7 @@ class LocalStorage:
     def replace(self, key: str, data: bytes, etag: str) -> str:
         """See :meth:`~handoff_files.storage.seam.Storage.replace`."""
         path = self._path(key)
+        data = check_data(data, os.fspath(path))
         with self._locked(), self._folder(key, make=False) as (folder, name):
             try:
                 now = etag_of(_read_at(folder, name, path, _REPLACE_LIMIT))

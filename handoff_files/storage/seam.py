@@ -28,7 +28,7 @@ from typing import Final, Protocol, runtime_checkable
 
 from handoff_files.foundation.errors import HandoffError
 
-__all__ = ["MAX_KEY", "MAX_LISTED", "Storage", "Stored", "check_key"]
+__all__ = ["MAX_KEY", "MAX_LISTED", "Storage", "Stored", "check_data", "check_key"]
 
 #: The longest key accepted (S3's own limit is 1,024 bytes).
 MAX_KEY: Final = 512
@@ -104,6 +104,16 @@ def check_key(key: str, where: str) -> str:
         )
         raise HandoffError(where, msg)
     return key
+
+
+def check_data(data: object, where: str) -> bytes:
+    """*data* if it is bytes (obstore would take a ``str`` for a file path to upload: never here).
+
+    :raises HandoffError: if it is not.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise HandoffError(where, f"an object's data must be bytes, not {type(data).__name__}")
+    return bytes(data)
 
 
 def _part_ok(part: str) -> bool:

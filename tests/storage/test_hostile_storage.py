@@ -117,3 +117,22 @@ def test_importing_the_package_never_imports_obstore() -> None:
     code = "import sys, handoff_files, handoff_files.storage; print('obstore' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("url", ["S3://bucket/p", "gs://bucket/p", "file:///tmp/x", "http://127.0.0.1:1/b"])
+def test_a_url_of_another_scheme_is_refused_never_taken_for_a_folder(url: str, tmp_path: Path) -> None:
+    os.chdir(tmp_path)
+    with pytest.raises(HandoffError, match="only s3:// URLs name a store"):
+        open_storage(url)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_text_given_as_data_is_refused_never_read_as_a_file_to_upload(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not to be uploaded")
+    store = LocalStorage(tmp_path / "store")
+    with pytest.raises(HandoffError, match="must be bytes, not str"):
+        store.create("a.json", str(secret))  # type: ignore[arg-type]
+    store.create("b.json", b"x")
+    with pytest.raises(HandoffError, match="must be bytes, not str"):
+        store.replace("b.json", str(secret), store.read("b.json", limit=8).etag)  # type: ignore[arg-type]

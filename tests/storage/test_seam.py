@@ -141,7 +141,11 @@ def test_eight_processes_racing_to_create_one_generation_have_exactly_one_winner
         )
         for n in range(8)
     ]
-    outcomes = [racer.communicate("go\n", timeout=120)[0].strip() for racer in racers]
+    for racer in racers:  # every one waits on its stdin: go, all of them, before any output is read
+        assert racer.stdin is not None
+        racer.stdin.write("go\n")
+        racer.stdin.flush()
+    outcomes = [racer.communicate(timeout=120)[0].strip() for racer in racers]
     assert [racer.returncode for racer in racers] == [0] * 8
     assert Counter(outcomes) == {"won": 1, "lost": 7}
     winner = outcomes.index("won")
@@ -154,3 +158,12 @@ def test_open_storage_names_a_folder_or_a_bucket_by_what_it_is_given(storage: St
     assert again.where == storage.where
     storage.create("a.json", b"x")
     assert again.read("a.json", limit=8).data == b"x"
+
+
+def test_text_given_as_data_is_refused_on_both(storage: Storage, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """obstore takes a str for the path of a local file to upload: the seam never lets one through."""
+    secret = tmp_path_factory.mktemp("secret") / "secret.txt"
+    secret.write_text("not to be uploaded")
+    with pytest.raises(HandoffError, match="must be bytes, not str"):
+        storage.create("a.json", str(secret))  # type: ignore[arg-type]
+    assert storage.list() == []

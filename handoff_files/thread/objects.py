@@ -1,0 +1,312 @@
+"""A thread on the storage seam (issue 23): each generation committed by creating its object only if absent.
+
+Delta Lake's commit protocol applied to a thread, on a bucket or a folder alike
+(:mod:`~handoff_files.storage`): ``history/<generation>.json`` is the commit point, created with
+``If-None-Match: *`` (a ``link`` locally). Two writers racing for generation N: exactly one create
+succeeds; the other learns it from the refusal, and either says so
+(:class:`~handoff_files.foundation.errors.ObjectExistsError`, naming the generation) or, given
+``retries``, reads the head again and seals its content as the next generation. No lock, no lease:
+no generation number is ever used twice, and each generation's ``parent`` is the seal of the one
+before it, so racing writers form one chain, never a fork.
+
+The copies a person opens follow the commit: ``handoff.json`` (the generation, byte for byte) and
+``state.json`` (its state layer and ids), each replaced on the etag it was read at, and only by a
+newer generation: an older writer never overwrites a newer head. A writer killed between its
+commit and those copies leaves them one generation behind; the next save or a restore's caller
+finds the generation in ``history/``.
+
+Restore lists ``history/`` once and reads the newest generation, verified by its seal (and its
+signature, when it has one); a damaged one is passed over for the one before it and named in
+``problems``, as locally.
+
+Not yet here (issue 23's next steps): the journal's events as objects, retention, the pin and
+rollback anchor of a bucket thread, the inbox and the LangGraph saver, and ``HandoffStore`` taking
+a URL: this class is the commit and restore protocol they will stand on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from handoff_files.format import seal as sealing
+from handoff_files.format.codec import MAX_FILE_BYTES
+from handoff_files.format.content import layers_of
+from handoff_files.format.loader import decode
+from handoff_files.format.model import MAX_INT, SCHEMA_VERSION, Handoff, HandoffContent
+from handoff_files.foundation.clock import iso_z, utc_now
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffValidationError,
+    NoHandoffError,
+    ObjectChangedError,
+    ObjectExistsError,
+)
+from handoff_files.foundation.names import check_id
+from handoff_files.storage import Storage, open_storage
+from handoff_files.thread.copyback import file_bytes
+from handoff_files.thread.mirror import mirror_bytes, state_message
+from handoff_files.thread.signatures import sign_document, signature_damage
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Mapping
+
+    from handoff_files.signing.keys import SigningKey
+
+__all__ = ["ObjectReceipt", "ObjectRestored", "ObjectThread"]
+
+PRIMARY: Final = "handoff.json"
+MIRROR: Final = "state.json"
+HISTORY: Final = "history/"
+_GENERATION: Final = re.compile(r"history/([0-9]{8,20})\.json")
+#: how many times a readable copy is read again when another writer moved it meanwhile
+_COPY_TRIES: Final = 8
+_ALGORITHM: Final = "blake3"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectReceipt:
+    """A committed generation: its number, its seal, where it was written, and what did not follow it."""
+
+    generation: int
+    checksum: str
+    where: str  # the generation's object: a path, or s3://bucket/prefix/history/…
+    created_at: dt.datetime
+    #: the readable copies left behind, each said (another writer's newer head, a store error after the commit)
+    problems: tuple[str, ...] = ()
+    #: how many generations other writers committed first (each a create refused, then the head read again)
+    conflicts: int = 0
+    signed_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRestored:
+    """The newest generation that verified, where it was read from, and what was passed over on the way."""
+
+    handoff: Handoff
+    where: str
+    problems: tuple[str, ...] = ()
+
+    @property
+    def generation(self) -> int:
+        """The restored generation."""
+        return self.handoff.generation
+
+
+class ObjectThread:
+    """A thread whose generations are objects under *target*: ``s3://bucket/prefix`` or a folder (or a
+    :class:`~handoff_files.storage.Storage`).
+
+    :param agent_id: the agent that writes (default: the thread's, else the thread id).
+    :param thread_id: the thread's id (default: the newest generation's; required for the first save).
+    :param signing_key: signs each generation's seal and its ``state.json`` (None: unsigned).
+    :param retries: how many times a save that lost the race for its generation number reads the
+        head again and tries the next number; 0 (the default) raises at the first lost race.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Storage,
+        *,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        signing_key: SigningKey | None = None,
+        retries: int = 0,
+    ) -> None:
+        self.storage = target if isinstance(target, Storage) else open_storage(target)
+        self.agent_id = None if agent_id is None else check_id(agent_id, "agent_id", self.storage.where)
+        self.thread_id = None if thread_id is None else check_id(thread_id, "thread_id", self.storage.where)
+        self.signing_key = signing_key
+        if retries < 0:
+            raise HandoffValidationError(self.storage.where, f"retries must be 0 or more, not {retries}")
+        self.retries = retries
+
+    def __repr__(self) -> str:
+        return f"ObjectThread({self.storage.where!r})"
+
+    def generations(self) -> list[int]:
+        """The generation numbers ``history/`` holds, newest first (objects of other names passed over)."""
+        found = (_GENERATION.fullmatch(key) for key in self.storage.list(HISTORY))
+        return sorted((int(match.group(1)) for match in found if match), reverse=True)
+
+    def save(self, content: Handoff | HandoffContent | Mapping[str, Any], *, after: int | None = None) -> ObjectReceipt:
+        """Seal *content* as the next generation and commit it: its object created only if no writer made it first.
+
+        :param after: the generation *content* was made from: commit it as the one after, or not at all
+            (a compare-and-set: no retry, whatever ``retries`` says). 0 for a thread's first generation.
+        :raises ObjectExistsError: if another writer committed that generation first (past ``retries``),
+            or the head is no longer *after*.
+        :raises HandoffValidationError: if the content is not five valid layers, or is too large to read back.
+        :raises HandoffError: if the store refuses or cannot be reached (nothing committed then).
+        """
+        layers = layers_of(content, Path(self.storage.where))
+        conflicts = 0
+        while True:
+            numbers = self.generations()
+            newest = numbers[0] if numbers else 0
+            if after is not None and newest != after:
+                msg = (
+                    f"the head is generation {newest}, not {after}: another writer saved since; restore and save again"
+                )
+                raise ObjectExistsError(self._where(newest + 1), msg)
+            head = self._newest(numbers)[0] if numbers else None
+            generation = newest + 1
+            document, seal_text, data, created_at = self._sealed(layers, generation, head)
+            key = _key(generation)
+            try:
+                self.storage.create(key, data)
+            except ObjectExistsError as exc:
+                conflicts += 1
+                if after is not None or conflicts > self.retries:
+                    msg = (
+                        f"generation {generation} was committed by another writer first ({conflicts} lost race(s)); "
+                        "restore to see it and save again, or give retries=N to do so at once"
+                    )
+                    raise ObjectExistsError(exc.path, msg) from None
+                continue
+            break
+        problems = self._follow(document, seal_text, data)
+        signed_by = self.signing_key.fingerprint if self.signing_key is not None else None
+        where = self._where(generation)
+        return ObjectReceipt(generation, seal_text, where, created_at, tuple(problems), conflicts, signed_by)
+
+    def restore(self) -> ObjectRestored:
+        """The newest generation in ``history/`` that verifies; each newer one that does not is named in ``problems``.
+
+        :raises NoHandoffError: if no generation verifies (or there is none).
+        """
+        numbers = self.generations()
+        if not numbers:
+            raise NoHandoffError(self.storage.where, "no generation here yet (history/ is empty)")
+        found, problems = self._newest(numbers)
+        if found is None:
+            msg = "no generation here verifies: " + "; ".join(problems)
+            raise NoHandoffError(self.storage.where, msg)
+        return ObjectRestored(found, self._where(found.generation), tuple(problems))
+
+    def _newest(self, numbers: list[int]) -> tuple[Handoff | None, list[str]]:
+        """The newest of *numbers* whose object verifies, and why each newer one did not."""
+        problems: list[str] = []
+        for number in numbers:
+            key = _key(number)
+            where = self._where(number)
+            try:
+                stored = self.storage.read(key, limit=MAX_FILE_BYTES)
+                handoff = decode(stored.data, where, origin="store")
+                damage = signature_damage(handoff, where)
+            except HandoffNotFoundError:
+                problems.append(f"{key} was listed, then gone")
+                continue
+            except HandoffError as exc:
+                problems.append(f"{key} passed over: {exc.reason}")
+                continue
+            if damage is not None:
+                problems.append(f"{key} passed over: {damage}")
+            elif handoff.generation != number:
+                problems.append(f"{key} passed over: it holds generation {handoff.generation}")
+            else:
+                return handoff, problems
+        return None, problems
+
+    def _sealed(
+        self, layers: dict[str, Any], generation: int, head: Handoff | None
+    ) -> tuple[dict[str, Any], str, bytes, dt.datetime]:
+        """Generation *generation*'s document after *head*, sealed (and signed), its seal, bytes and time."""
+        where = self.storage.where
+        created_at = utc_now()
+        if generation > MAX_INT:
+            raise HandoffValidationError(where, f"the next generation would be {generation}, past the 64-bit limit")
+        thread_id = self.thread_id or (head.thread_id if head is not None else None)
+        if thread_id is None:
+            msg = "the first save of a thread on object storage needs its id: ObjectThread(…, thread_id=…)"
+            raise HandoffValidationError(where, msg)
+        if head is not None and head.thread_id != thread_id:
+            msg = f"the thread id here is {head.thread_id!r}, not {thread_id!r}; adopt it into a new thread instead"
+            raise HandoffValidationError(where, msg)
+        document: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "agent_id": self.agent_id or (head.agent_id if head is not None else thread_id),
+            "thread_id": thread_id,
+            "generation": generation,
+            "created_at": iso_z(created_at, timespec="microseconds"),
+            "parent": None if head is None else str(head.seal),
+            "lineage": {"adopted_from": None, "migrated_from": None},
+            **layers,
+        }
+        try:
+            digest = sealing.digest(sealing.canonical(document), _ALGORITHM)
+        except ValueError as exc:
+            raise HandoffValidationError(where, f"not valid handoff content: {exc}") from exc
+        document["seal"] = {"algorithm": _ALGORITHM, "digest": digest}
+        if self.signing_key is not None:
+            sign_document(document, self.signing_key)
+        data = file_bytes(document, "json")
+        if len(data) > MAX_FILE_BYTES:
+            msg = f"handoff would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; trim context or data"
+            raise HandoffValidationError(where, msg)
+        return document, f"{_ALGORITHM}:{digest}", data, created_at
+
+    def _follow(self, document: dict[str, Any], seal_text: str, data: bytes) -> list[str]:
+        """Move ``handoff.json`` and ``state.json`` on to the committed generation (never back); what did not."""
+        saved = {
+            "generation": document["generation"],
+            "seal": seal_text,
+            "agent_id": document["agent_id"],
+            "thread_id": document["thread_id"],
+            "created_at": document["created_at"],
+            "state": document["state"],
+        }
+        signature = None if self.signing_key is None else self.signing_key.sign(state_message(**saved))
+        mirror = mirror_bytes(
+            **saved, saves=document["generation"], last_restore=None, primary_written=None, signature=signature
+        )
+        problems = []
+        for key, body in ((PRIMARY, data), (MIRROR, mirror)):
+            said = self._advance(key, body, document["generation"])
+            if said is not None:
+                problems.append(said)
+        return problems
+
+    def _where(self, generation: int) -> str:
+        return f"{self.storage.where}/{_key(generation)}"
+
+    def _advance(self, key: str, body: bytes, generation: int) -> str | None:
+        """Put *body* (of *generation*) at *key* unless a newer generation is already there; why not, or None."""
+        for _ in range(_COPY_TRIES):
+            try:
+                try:
+                    stored = self.storage.read(key, limit=MAX_FILE_BYTES)
+                except HandoffNotFoundError:
+                    self.storage.create(key, body)
+                    return None
+                there = _generation_of(stored.data)
+                if there >= generation:
+                    return f"{key} holds generation {there} already (a newer writer's): left as it is"
+                self.storage.replace(key, body, stored.etag)
+            except (ObjectExistsError, ObjectChangedError):
+                continue  # another writer moved it meanwhile: read it again
+            except HandoffError as exc:
+                return f"{key} not moved on to generation {generation} (it is in history/): {exc.reason}"
+            return None
+        return f"{key} not moved on to generation {generation}: other writers kept moving it ({_COPY_TRIES} tries)"
+
+
+def _key(generation: int) -> str:
+    """The object a generation is committed as: ``history/00000042.json``."""
+    return f"{HISTORY}{generation:08d}.json"
+
+
+def _generation_of(data: bytes) -> int:
+    """The generation a readable copy says it holds; 0 if it says none (damaged: replaced by a newer one)."""
+    try:
+        number = orjson.loads(data).get("generation")
+    except (orjson.JSONDecodeError, AttributeError):
+        return 0
+    return number if isinstance(number, int) and not isinstance(number, bool) else 0
