@@ -114,11 +114,10 @@ class LocalStorage:
         start, _, _ = prefix.rpartition("/")
         if start:
             check_key(start, self.where)
-        try:
-            with self._folder(f"{start}/x" if start else "x", make=False) as (folder, _name):
-                return under(_walk(folder, f"{start}/" if start else ""), prefix)
-        except HandoffNotFoundError:
-            return []
+        with open_dir_under(self.root, self.root.joinpath(*start.split("/")) if start else self.root) as folder:
+            if folder is None:
+                return []
+            return under(_walk(folder, f"{start}/" if start else ""), prefix)
 
     def remove(self, key: str) -> None:
         """See :meth:`~handoff_files.storage.seam.Storage.remove`."""
