@@ -49,6 +49,10 @@ EXCEPTIONS: Final[dict[tuple[str, str], str]] = {
         "lazy, in `handoff import --from sw4rm` and `handoff export-context --to sw4rm` only: "
         "the two commands whose job is the SW4RM conversion"
     ),
+    ("handoff_files.thread.store", "handoff_files.thread.bucketstore"): (
+        "lazy, in HandoffStore.__new__ for a URL only: `HandoffStore('s3://…')` makes the subclass that keeps a "
+        "thread on object storage (as pathlib's Path makes a PosixPath), which stands on the store it extends"
+    ),
 }
 
 

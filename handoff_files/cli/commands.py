@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from handoff_files.cli.commands_show import cmd_show  # re-exported: show's own module, named here as before
 from handoff_files.cli.exits import EXIT_UNFINISHED
-from handoff_files.cli.machine import DOCTOR_KEYS, RUN_KEYS, ordered, to_json
+from handoff_files.cli.machine import DOCTOR_KEYS, RUN_KEYS, as_record, ordered, to_json
 from handoff_files.cli.render import (
     findings_report,
     history_table,
@@ -57,7 +57,7 @@ def _receipt(receipt: SaveReceipt, args: argparse.Namespace, verb: str, *, chang
     """A save's receipt: JSON (with ``changed`` where a command may write nothing), or a line for a person."""
     tell_unfinished(receipt, args, verb)
     if args.json:
-        return to_json(dataclasses.asdict(receipt) | ({} if changed is None else {"changed": changed}))
+        return to_json(as_record(receipt) | ({} if changed is None else {"changed": changed}))
     if changed is False:
         return f"{receipt.path} is already sealed (generation {receipt.generation}, {short_digest(receipt.checksum)})\n"
     lines = [receipt_line(receipt, verb)]
@@ -78,7 +78,7 @@ def receipt_line(receipt: SaveReceipt, verb: str, what: str = "") -> str:
             "but not every copy was written (said above)"
         )
     signed = f", signed by {receipt.signed_by}" if receipt.signed_by else ""
-    return f"{verb} generation {receipt.generation}{of} to {receipt.path} ({digest}){signed}"
+    return f"{verb} generation {receipt.generation}{of} to {receipt.where} ({digest}){signed}"
 
 
 STDIN = "<stdin>"
@@ -264,7 +264,7 @@ def cmd_migrate(args: argparse.Namespace) -> str:
                 "dry_run": report.dry_run,
                 "changed": report.receipt is not None,  # this run wrote a generation
                 "notes": list(report.notes),
-                "receipt": None if report.receipt is None else dataclasses.asdict(report.receipt),
+                "receipt": None if report.receipt is None else as_record(report.receipt),
             }
         )
     return migration_report(report)
@@ -379,9 +379,9 @@ def cmd_history(args: argparse.Namespace) -> str:
     store = thread_of(args.dir)
     entries = store.history()
     if args.json:
-        return to_json([dataclasses.asdict(e) for e in entries])
+        return to_json([as_record(e) for e in entries])
     try:
-        held = pin_of(store.path)
+        held = pin_of(store.where)
     except HandoffError:  # a record that cannot be read: the list is the library's, as a restore gives it
         held = None
     if held is None:

@@ -18,7 +18,7 @@ def cmd_brief(args: argparse.Namespace) -> str:
     from handoff_files.uptake.briefing import briefing_for  # noqa: PLC0415 -- imported per command: start-up cost
 
     # thread_of first: a mistyped path is "no such …" as for every command, never "nothing saved here yet"
-    briefing = briefing_for(thread_of(args.dir).path, budget=args.budget)
+    briefing = briefing_for(thread_of(args.dir).where, budget=args.budget)
     if briefing is None:
         msg = "nothing saved here yet: no briefing to give (the agent starts fresh)"
         raise NoHandoffError(args.dir, msg)

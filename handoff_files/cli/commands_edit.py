@@ -211,14 +211,14 @@ def _lock_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _receipt_record(receipt: SaveReceipt | None, args: argparse.Namespace, verb: str) -> dict[str, Any] | None:
     """The receipt for ``--json`` (null when nothing was saved), telling an unfinished save on stderr."""
-    import dataclasses  # noqa: PLC0415 -- it imports inspect (~15 ms): not at start-up, which loads this module
 
     from handoff_files.cli.commands import tell_unfinished  # noqa: PLC0415 -- imported per command
+    from handoff_files.cli.machine import as_record  # noqa: PLC0415 -- imported per command
 
     if receipt is None:
         return None
     tell_unfinished(receipt, args, verb)
-    return dataclasses.asdict(receipt)
+    return as_record(receipt)
 
 
 def _receipt_line(receipt: SaveReceipt, args: argparse.Namespace, verb: str, what: str) -> str:

@@ -33,19 +33,20 @@ def cmd_show(args: argparse.Namespace) -> str:
         accept_rollback=args.accept_rollback,
     )
     transferred = None
-    if restored.source != "file":  # a thread directory, restored: it may have been handed on
+    on_disk = restored.url is None  # a thread on object storage has no transfer record nor a saver's folder
+    if restored.source != "file" and on_disk:  # a thread directory, restored: it may have been handed on
         try:
             transferred = _transferred(Path(args.path))
         except HandoffError as exc:  # a damaged record must not hide the handoff: say so beside it
             restored = dataclasses.replace(restored, problems=(*restored.problems, str(exc)))
-    restored, checkpoint = _checkpoint(restored, None if restored.source == "file" else Path(args.path))
+    restored, checkpoint = _checkpoint(restored, None if restored.source == "file" or not on_disk else Path(args.path))
     if args.json:
         from handoff_files.cli.machine import to_json  # noqa: PLC0415 -- only --json needs it: start-up cost
 
         return to_json(
             {
                 "source": restored.source,
-                "path": restored.path,
+                "path": restored.where,
                 "problems": list(restored.problems),
                 "transferred_to": transferred,
                 "langgraph": None if checkpoint is None else checkpoint.brief(),

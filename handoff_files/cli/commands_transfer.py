@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from handoff_files.cli.commands import read_input, signing_options
-from handoff_files.cli.machine import to_json
+from handoff_files.cli.machine import as_record, to_json
 from handoff_files.cli.render import one_line
 from handoff_files.cli.render_inbox import request_detail, request_table
 from handoff_files.foundation.errors import HandoffValidationError
@@ -75,7 +75,7 @@ def cmd_adopt(args: argparse.Namespace) -> str:
             name: None if report is None else dataclasses.asdict(report)
             for name, report in (("signature", result.signature), ("descriptor_signature", result.descriptor_signature))
         }
-        return to_json({**dataclasses.asdict(result), "receipt": dataclasses.asdict(result.receipt), **reports})
+        return to_json({**dataclasses.asdict(result), "receipt": as_record(result.receipt), **reports})
     signer = "unsigned" if result.signature is None else result.signature.describe()
     sender = result.descriptor_signature
     sent = "unsigned" if sender is None else sender.describe()

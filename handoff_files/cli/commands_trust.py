@@ -25,7 +25,9 @@ def register(add: Add) -> None:
         "is trusted already); --revoke forgets it, --list shows them all; --reset forgets its pin to signed "
         "generations",
     )
-    p.add_argument("path", metavar="THREAD", nargs="?", type=Path, help="the thread directory")
+    p.add_argument(
+        "path", metavar="THREAD", nargs="?", type=_thread, help="the thread directory (--reset: or s3:// URL)"
+    )
     what = p.add_mutually_exclusive_group()
     what.add_argument("--revoke", action="store_true", help="no longer trust THREAD")
     what.add_argument("--list", action="store_true", help="list the trusted threads (no THREAD)")
@@ -50,13 +52,17 @@ def cmd_trust(args: argparse.Namespace) -> str:
         from handoff_files.foundation.errors import HandoffNotFoundError  # noqa: PLC0415 -- per command
         from handoff_files.thread.pins import unpin  # noqa: PLC0415 -- imported per command: start-up cost
 
-        if not args.path.is_dir():
-            raise HandoffNotFoundError(args.path, "not a thread directory: a pin is kept for a thread's folder")
+        if isinstance(args.path, Path) and not args.path.is_dir():
+            msg = "not a thread directory: a pin is kept for a thread's folder (or an s3:// URL)"
+            raise HandoffNotFoundError(args.path, msg)
         state = "is no longer pinned" if unpin(args.path) else "was not pinned"
+        named = args.path if isinstance(args.path, str) else os.path.realpath(args.path)
         said = (
-            f"{os.path.realpath(args.path)} {state} to signed generations, and has no rollback anchor: its next "
+            f"{named} {state} to signed generations, and has no rollback anchor: its next "
             "restore takes the newest verified generation, and pins and anchors the thread if a trusted key signed it"
         )
+    elif isinstance(args.path, str):
+        args.usage_error("a hook briefs from a thread folder only: trust and --revoke take a folder, not a URL")
     elif args.list:
         from handoff_files.thread.pins import pinned_threads  # noqa: PLC0415 -- imported per command: start-up cost
 
@@ -74,3 +80,8 @@ def cmd_trust(args: argparse.Namespace) -> str:
     if args.json:
         return to_json([entry.to_json() for entry in trust.trusted_threads()])
     return said + "\n"
+
+
+def _thread(text: str) -> Path | str:
+    """THREAD as given: a folder's path, or a URL (``s3://…``) kept as it is (a path would fold its ``//``)."""
+    return text if "://" in text else Path(text)

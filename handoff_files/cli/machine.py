@@ -55,6 +55,18 @@ def ordered(record: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     return {key: record[key] for key in keys if key in record} | {k: v for k, v in record.items() if k not in keys}
 
 
+def as_record(value: Any) -> dict[str, Any]:
+    """A receipt or a history entry as ``--json`` prints it: ``path`` is where it is (an object's URL on object
+    storage, where the dataclass keeps the key in ``path`` and the URL in ``url``)."""
+    import dataclasses  # noqa: PLC0415 -- it imports inspect (~15 ms): only --json needs it
+
+    record = dataclasses.asdict(value)
+    url = record.pop("url", None)
+    if url is not None:
+        record["path"] = url
+    return record
+
+
 def to_json(value: Any) -> str:
     """Machine output for ``--json``: indented, UTF-8 as it is, keys in the order given, one document."""
     return json.dumps(value, ensure_ascii=False, indent=2, default=_plain) + "\n"

@@ -120,7 +120,7 @@ def _head(restored: Restored, transferred: Mapping[str, Any] | None, t: Terminal
     else:
         sealed = f"sealed {moment(h.created_at)} ({seal_text(h) if h.seal is None else short_digest(str(h.seal))})"
     out = fit("", f"{h.agent_id} / {h.thread_id}, generation {h.generation}, {sealed}", t, "  ")
-    out += fit("from: ", f"{restored.source} ({restored.path})", t, "  ")
+    out += fit("from: ", f"{restored.source} ({restored.where})", t, "  ")
     signed = restored.signature
     if signed is not None and signed.trusted:
         out += fit("", signed.describe(), t, "  ")

@@ -67,11 +67,17 @@ _FOLDERS: set[Path] = set()  # the anchors folders made (or found) by this proce
 _PATHS: dict[tuple[Path, str], Path] = {}  # the anchor file by its folder and name: a save looks it up twice
 
 
-def _path(folder: Path) -> Path:
+def thread_name(thread: str | os.PathLike[str]) -> str:
+    """The name a thread's pin and anchor are kept under: a folder's real path, a bucket thread's URL as given."""
+    given = os.fspath(thread)
+    return given if given.startswith("s3://") else os.path.realpath(given)
+
+
+def _path(folder: str | os.PathLike[str]) -> Path:
     given = os.fspath(folder)
     name = _NAMES.get(given)
     if name is None:
-        name = hashlib.sha256(os.fsencode(os.path.realpath(given))).hexdigest()[:32] + ".json"
+        name = hashlib.sha256(os.fsencode(thread_name(given))).hexdigest()[:32] + ".json"
         if len(_NAMES) > 1024:
             _NAMES.clear()
         _NAMES[given] = name
@@ -85,7 +91,7 @@ def _path(folder: Path) -> Path:
     return path
 
 
-def anchor_of(folder: Path) -> Anchor | None:
+def anchor_of(folder: str | os.PathLike[str]) -> Anchor | None:
     """The anchor of *folder* (by its real path), or None if it has none.
 
     :raises RollbackError: if the anchor file is not a private file of this user's, or cannot be read.
@@ -169,7 +175,7 @@ def _same_thread(anchor: Anchor, thread_id: str, first_seal: str | None) -> bool
 
 
 def advance(
-    folder: Path,
+    folder: str | os.PathLike[str],
     thread_id: str,
     generation: int,
     seal: str,
@@ -288,7 +294,7 @@ def _append(path: Path, line: bytes) -> os.stat_result | Literal[False] | None:
         os.close(fd)
 
 
-def forget(folder: Path) -> bool:
+def forget(folder: str | os.PathLike[str]) -> bool:
     """Remove *folder*'s anchor; whether it had one."""
     _NAMES.pop(os.fspath(folder), None)
     try:

@@ -29,6 +29,8 @@ def thread_of(path: str | os.PathLike[str], **options: Any) -> HandoffStore:
     :param options: :class:`HandoffStore`'s keywords (``lock_timeout``, ``on_lock_wait`` …).
     :raises HandoffNotFoundError: if *path* does not exist.
     """
+    if _is_url(path):
+        return HandoffStore(path, **options)
     target = Path(path)
     if target.is_dir():
         return HandoffStore(target, **options)
@@ -64,6 +66,15 @@ def open_handoff(
         :func:`~handoff_files.thread.history.load_generation` with *generation*; ``SignatureError``
         for a file read on its own whose signature does not verify.
     """
+    if _is_url(path):  # a thread on object storage: restored, or one generation read and verified
+        store = HandoffStore(path, signing_key=False, allowed_signers=allowed_signers, require_signed=require_signed)
+        if generation is None:
+            return store.restore(accept_rollback=accept_rollback)
+        from handoff_files.thread.bucketstore import BucketThreadStore  # noqa: PLC0415 -- a bucket's only
+
+        assert isinstance(store, BucketThreadStore)  # noqa: S101 -- what HandoffStore makes of a URL
+        restored = store.generation(generation)
+        return _required(restored, require_signed or store.pinned())
     target = Path(path)
     if generation is not None:
         layout = thread_of(target).layout
@@ -96,6 +107,11 @@ def _required(restored: Restored, require_signed: bool) -> Restored:
         )
         raise UntrustedSignerError(restored.path, msg)
     return restored
+
+
+def _is_url(path: str | os.PathLike[str]) -> bool:
+    """Whether *path* is a URL (``s3://…``; another scheme is refused by the store, never read as a folder)."""
+    return isinstance(path, str) and "://" in path
 
 
 def is_pinned(path: Path) -> bool:

@@ -19,9 +19,11 @@ Restore lists ``history/`` once and reads the newest generation, verified by its
 signature, when it has one); a damaged one is passed over for the one before it and named in
 ``problems``, as locally.
 
-Not yet here (issue 23's next steps): the journal's events as objects, retention, the pin and
-rollback anchor of a bucket thread, the inbox and the LangGraph saver, and ``HandoffStore`` taking
-a URL: this class is the commit and restore protocol they will stand on.
+Retention (``keep``) removes generations past the newest few after a save. A writer whose head was
+so stale that it creates a number retention removed finds a newer generation in the listing it
+makes after its create, removes its object again and counts the save as a lost race: no number is
+ever used twice. ``HandoffStore("s3://…")`` (:mod:`~handoff_files.thread.bucketstore`) stands on
+this class and adds the signing policy, the journal's events and the store's API.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from handoff_files.thread.signatures import sign_document, signature_damage
 
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from handoff_files.signing.keys import SigningKey
 
@@ -68,7 +70,6 @@ HISTORY: Final = "history/"
 _GENERATION: Final = re.compile(r"history/([0-9]{8,20})\.json")
 #: how many times a readable copy is read again when another writer moved it meanwhile
 _COPY_TRIES: Final = 8
-_ALGORITHM: Final = "blake3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,9 @@ class ObjectReceipt:
     #: how many generations other writers committed first (each a create refused, then the head read again)
     conflicts: int = 0
     signed_by: str | None = None
+    thread_id: str = ""
+    #: the generation's signature, armored (``-----BEGIN SSH SIGNATURE-----`` …), or None
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,8 @@ class ObjectThread:
     :param signing_key: signs each generation's seal and its ``state.json`` (None: unsigned).
     :param retries: how many times a save that lost the race for its generation number reads the
         head again and tries the next number; 0 (the default) raises at the first lost race.
+    :param keep: how many generations ``history/`` keeps after a save, the new one included (None: all).
+    :param algorithm: the seal's digest for new generations.
     """
 
     def __init__(
@@ -119,6 +125,8 @@ class ObjectThread:
         thread_id: str | None = None,
         signing_key: SigningKey | None = None,
         retries: int = 0,
+        keep: int | None = None,
+        algorithm: sealing.Algorithm = sealing.DEFAULT_ALGORITHM,
     ) -> None:
         self.storage = target if isinstance(target, Storage) else open_storage(target)
         self.agent_id = None if agent_id is None else check_id(agent_id, "agent_id", self.storage.where)
@@ -127,6 +135,13 @@ class ObjectThread:
         if retries < 0:
             raise HandoffValidationError(self.storage.where, f"retries must be 0 or more, not {retries}")
         self.retries = retries
+        if keep is not None and keep < 1:
+            raise HandoffValidationError(self.storage.where, f"keep must be 1 or more (or None: all), not {keep}")
+        self.keep = keep
+        if algorithm not in sealing.ALGORITHMS:
+            msg = f"unknown seal algorithm {algorithm!r}; use one of {', '.join(sealing.ALGORITHMS)}"
+            raise HandoffValidationError(self.storage.where, msg)
+        self.algorithm: sealing.Algorithm = algorithm
 
     def __repr__(self) -> str:
         return f"ObjectThread({self.storage.where!r})"
@@ -162,6 +177,7 @@ class ObjectThread:
             key = _key(generation)
             try:
                 self.storage.create(key, data)
+                numbers = self._fresh(generation, key)
             except ObjectExistsError as exc:
                 conflicts += 1
                 if after is not None or conflicts > self.retries:
@@ -173,26 +189,63 @@ class ObjectThread:
                 continue
             break
         problems = self._follow(document, seal_text, data)
+        problems += self._prune(numbers)
         signed_by = self.signing_key.fingerprint if self.signing_key is not None else None
         where = self._where(generation)
-        return ObjectReceipt(generation, seal_text, where, created_at, tuple(problems), conflicts, signed_by)
+        signature = document["seal"].get("signature")
+        thread_id = document["thread_id"]
+        return ObjectReceipt(
+            generation, seal_text, where, created_at, tuple(problems), conflicts, signed_by, thread_id, signature
+        )
 
-    def restore(self) -> ObjectRestored:
+    def _fresh(self, generation: int, key: str) -> list[int]:
+        """The generations after *key* was created, if it is still the newest: a listing after the write.
+
+        A create succeeds on a number retention removed only when newer generations exist (it removes
+        none of the newest ``keep``), and the listing after the write sees them: the stale generation
+        is removed again and the save goes on as a lost race. No number is ever used twice.
+
+        :raises ObjectExistsError: if a newer generation is there (this writer's head was stale).
+        """
+        numbers = self.generations()
+        if numbers and numbers[0] > generation:
+            self.storage.remove(key)
+            msg = f"generation {numbers[0]} is newer: this writer read the head before it was saved"
+            raise ObjectExistsError(self._where(generation), msg)
+        return numbers
+
+    def _prune(self, numbers: list[int]) -> list[str]:
+        """Remove the generations past the newest ``keep`` of *numbers*; what could not be removed."""
+        if self.keep is None:
+            return []
+        problems = []
+        for number in numbers[self.keep :]:
+            try:
+                self.storage.remove(_key(number))
+            except HandoffError as exc:
+                problems.append(f"{_key(number)} not removed (kept past keep={self.keep}): {exc.reason}")
+        return problems
+
+    def restore(self, *, refuse: Callable[[Handoff], str | None] | None = None) -> ObjectRestored:
         """The newest generation in ``history/`` that verifies; each newer one that does not is named in ``problems``.
 
+        :param refuse: why a generation that verifies is not to be returned all the same (an untrusted
+            signer on a pinned thread), or None if it is: it is passed over and named as a damaged one is.
         :raises NoHandoffError: if no generation verifies (or there is none).
         """
         numbers = self.generations()
         if not numbers:
             raise NoHandoffError(self.storage.where, "no generation here yet (history/ is empty)")
-        found, problems = self._newest(numbers)
+        found, problems = self._newest(numbers, refuse)
         if found is None:
             msg = "no generation here verifies: " + "; ".join(problems)
             raise NoHandoffError(self.storage.where, msg)
         return ObjectRestored(found, self._where(found.generation), tuple(problems))
 
-    def _newest(self, numbers: list[int]) -> tuple[Handoff | None, list[str]]:
-        """The newest of *numbers* whose object verifies, and why each newer one did not."""
+    def _newest(
+        self, numbers: list[int], refuse: Callable[[Handoff], str | None] | None = None
+    ) -> tuple[Handoff | None, list[str]]:
+        """The newest of *numbers* that verifies and *refuse* does not refuse; why each newer one was passed over."""
         problems: list[str] = []
         for number in numbers:
             key = _key(number)
@@ -211,6 +264,8 @@ class ObjectThread:
                 problems.append(f"{key} passed over: {damage}")
             elif handoff.generation != number:
                 problems.append(f"{key} passed over: it holds generation {handoff.generation}")
+            elif refuse is not None and (why := refuse(handoff)) is not None:
+                problems.append(f"{key} passed over: {why}")
             else:
                 return handoff, problems
         return None, problems
@@ -241,17 +296,17 @@ class ObjectThread:
             **layers,
         }
         try:
-            digest = sealing.digest(sealing.canonical(document), _ALGORITHM)
+            digest = sealing.digest(sealing.canonical(document), self.algorithm)
         except ValueError as exc:
             raise HandoffValidationError(where, f"not valid handoff content: {exc}") from exc
-        document["seal"] = {"algorithm": _ALGORITHM, "digest": digest}
+        document["seal"] = {"algorithm": self.algorithm, "digest": digest}
         if self.signing_key is not None:
             sign_document(document, self.signing_key)
         data = file_bytes(document, "json")
         if len(data) > MAX_FILE_BYTES:
             msg = f"handoff would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; trim context or data"
             raise HandoffValidationError(where, msg)
-        return document, f"{_ALGORITHM}:{digest}", data, created_at
+        return document, f"{self.algorithm}:{digest}", data, created_at
 
     def _follow(self, document: dict[str, Any], seal_text: str, data: bytes) -> list[str]:
         """Move ``handoff.json`` and ``state.json`` on to the committed generation (never back); what did not."""

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError
-from handoff_files.thread.anchor import forget
+from handoff_files.thread.anchor import forget, thread_name
 from handoff_files.thread.userrecord import locked, read_entries, record_path, write_entries
 
 __all__ = ["PIN_NAME", "Pin", "PinRecordError", "pin", "pin_of", "pinned_threads", "pins_path", "unpin"]
@@ -102,7 +102,7 @@ def pin_of(thread: str | os.PathLike[str]) -> Pin | None:
         cached = (seen, {entry.path: entry for entry in _read(record)})  # the newest entry of a path wins
         _SEEN = cached
     by_path = cached[1]
-    for name in (os.path.realpath(thread), os.path.abspath(thread)):  # noqa: PTH100 -- the name as given
+    for name in _names(thread):
         if name in by_path:
             return by_path[name]
     return None
@@ -116,8 +116,8 @@ def pin(thread: str | os.PathLike[str], thread_id: str, first_seal: str | None, 
     :param first_seal: the seal of the thread's generation 1, if known (it tells a thread made anew).
     :raises PinRecordError: if the record cannot be read or written.
     """
-    names = {os.path.realpath(thread), os.path.abspath(thread)}  # noqa: PTH100 -- the name as given, too
-    entries = [Pin(name, thread_id, first_seal, iso_z(timespec="seconds"), how) for name in sorted(names)]
+    names = _names(thread)
+    entries = [Pin(name, thread_id, first_seal, iso_z(timespec="seconds"), how) for name in names]
     with locked(pins_path(), PinRecordError) as path:
         kept = [old for old in _read(path) if old.path not in names]
         kept = [*kept, *entries][-MAX_PINS:]
@@ -133,8 +133,8 @@ def unpin(thread: str | os.PathLike[str]) -> bool:
     :returns: whether it was pinned.
     :raises PinRecordError: if the record cannot be read or written.
     """
-    forget(Path(thread))
-    names = {os.path.realpath(thread), os.path.abspath(thread)}  # noqa: PTH100 -- the name as given, too
+    forget(thread)
+    names = _names(thread)
     with locked(pins_path(), PinRecordError) as path:
         entries = _read(path)
         kept = [old for old in entries if old.path not in names]
@@ -142,6 +142,14 @@ def unpin(thread: str | os.PathLike[str]) -> bool:
             return False
         write_entries(path, "threads", [old.to_json() for old in kept])
     return True
+
+
+def _names(thread: str | os.PathLike[str]) -> tuple[str, ...]:
+    """A folder's real path, then its path as given (a folder replaced by a link stays held); a bucket's URL."""
+    name = thread_name(thread)
+    if name.startswith("s3://"):
+        return (name,)
+    return tuple(dict.fromkeys((name, os.path.abspath(thread))))  # noqa: PTH100 -- the name as given
 
 
 def _read(path: Path) -> list[Pin]:

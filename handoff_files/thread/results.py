@@ -22,6 +22,7 @@ class SaveReceipt:
     ``history/`` copy): the generation exists and restores; ``handoff doctor --repair`` writes
     them. Never save again because of them: that would make a second generation.
     ``signed_by`` is the fingerprint (``SHA256:…``) of the key that signed the generation, or None.
+    On object storage ``path`` is the generation's key under the thread and ``url`` its URL.
     """
 
     generation: int
@@ -31,6 +32,12 @@ class SaveReceipt:
     problems: tuple[str, ...] = ()
     unfinished: tuple[str, ...] = ()
     signed_by: str | None = None
+    url: str | None = None
+
+    @property
+    def where(self) -> str:
+        """Where the generation was written, as a person names it: its path, or its URL on object storage."""
+        return self.url or str(self.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +47,8 @@ class Restored:
     ``source`` is ``"primary"``, ``"history"``, ``"journal"`` (a journal-first save's line) or
     ``"rebuilt"`` for a thread's restore, ``"file"`` for a file read directly. ``edited`` is True
     only for a person's valid but unsealed edit, handed out because the caller asked for it (a
-    watcher, or ``restore(accept_edit=…)``).
+    watcher, or ``restore(accept_edit=…)``). On object storage ``path`` is the object's key under the
+    thread and ``url`` its URL (:attr:`where` is either, as a person names it).
     """
 
     handoff: Handoff
@@ -50,11 +58,17 @@ class Restored:
     edited: bool = False
     #: who signed it, as this user's ``allowed_signers`` sees it; None: unsigned (or not looked up)
     signature: SignatureReport | None = None
+    url: str | None = None
 
     @property
     def generation(self) -> int:
         """The restored generation."""
         return self.handoff.generation
+
+    @property
+    def where(self) -> str:
+        """Where it was read from, as a person names it: its path, or its URL on object storage."""
+        return self.url or str(self.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +108,10 @@ class HistoryEntry:
     problem: str | None
     #: who signed the generation, as ``allowed_signers`` sees it (None: unsigned, or it does not verify)
     signature: SignatureReport | None = None
+    #: the object's URL on object storage (``path`` is then its key under the thread)
+    url: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The file's path, or the object's URL on object storage."""
+        return self.url or str(self.path)

@@ -37,21 +37,15 @@ if TYPE_CHECKING:
     from handoff_files.thread.signatures import KeyChoice
 
 # the layout's names and the settings' durabilities are re-exported: callers took them from the store
-__all__ = [
-    "DEFAULT_KEEP",
-    "DURABILITIES",
-    "HISTORY_DIR",
-    "PRIMARY_STEM",
-    "TRANSFERRED_NAME",
-    "Durability",
-    "HandoffStore",
-]
+__all__ = ["DEFAULT_KEEP", "DURABILITIES", "HISTORY_DIR", "PRIMARY_STEM", "TRANSFERRED_NAME"]
+__all__ += ["Durability", "HandoffStore"]
 
 
 class HandoffStore:
     """A thread directory of sealed handoffs.
 
-    :param path: the thread directory (created on first save).
+    :param path: the thread directory (created on first save), or ``s3://bucket/prefix`` for a thread on
+        object storage (the ``[s3]`` extra; :class:`~handoff_files.thread.bucketstore.BucketThreadStore`).
     :param format: ``"json"`` or ``"yaml"`` for the primary; default: the existing primary's, else JSON.
     :param keep: how many generations ``history/`` keeps, the current one included (at least 1).
     :param agent_id: default: the previous generation's, else the thread_id given, else the directory name.
@@ -74,10 +68,17 @@ class HandoffStore:
     :raises SigningKeyError: if *signing_key* names a key file that cannot be used.
     :raises HandoffValidationError: for a bad *keep*, *algorithm*, *durability*, *format* or *kind*.
 
-    The facade over the thread's modules: :attr:`layout` names its files, :meth:`locked` holds
-    its writers' lock, and saves, restores and the acknowledgement go to the commit and
-    recovery modules with the thread's settings.
+    The facade over the thread's modules: :attr:`layout` names its files, :meth:`locked` holds its
+    writers' lock, and saves, restores and acknowledgements go to the commit and recovery modules.
     """
+
+    def __new__(cls, path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> HandoffStore:
+        """A URL (``s3://bucket/prefix``) makes a thread on object storage (:mod:`~.bucketstore`), a path a folder's."""
+        if cls is HandoffStore and isinstance(path, str) and "://" in path:  # another scheme is refused there
+            from handoff_files.thread.bucketstore import BucketThreadStore  # noqa: PLC0415 -- a bucket's store only
+
+            return super().__new__(BucketThreadStore)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -119,7 +120,11 @@ class HandoffStore:
         self._heads = HeadTracker(self._thread)
         self._temps_left = self.layout.sweep_temps()
 
-    # -- settings and paths ------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """The thread as a person names it: its folder's path (a thread on object storage: its URL)."""
+        return str(self.path)
+
     @property
     def format(self) -> Format:
         """The primary's format: ``"json"`` or ``"yaml"``."""
@@ -171,11 +176,9 @@ class HandoffStore:
         return self.layout.history_dir
 
     def locked(self) -> AbstractContextManager[None]:
-        """Hold the thread's writers' lock for a block: no other writer's save lands inside it. Reentrant:
-        this store's own writes inside the block (``save()``, ``record()`` …) take it again.
+        """Hold the thread's writers' lock for a block: no other writer's save lands inside it. Reentrant.
 
-        :raises HandoffLockedError: if another writer holds the lock past the timeout.
-        :raises HandoffWriteError: if the lock file cannot be opened.
+        :raises HandoffLockedError: if another writer holds the lock past the timeout; HandoffWriteError.
         """
         return self._thread.lock.held()
 
@@ -186,8 +189,7 @@ class HandoffStore:
         them in the journal's first line ("created"), so later stores opened without them keep them.
 
         :returns: whether the folder was created, its mode, and what a person should know (its ``note``).
-        :raises HandoffWriteError: if they cannot be created.
-        :raises HandoffError: if ``history/`` is a symbolic link (never followed out of the thread).
+        :raises HandoffError: if they cannot be created, or ``history/`` is a symbolic link (never followed).
         """
         folder = self.layout.create()
         if folder.created:  # a thread this user's library made: the hooks may brief from it
@@ -197,7 +199,6 @@ class HandoffStore:
                 self._thread.record_created(format_given=self._format_given)
         return folder
 
-    # -- save --------------------------------------------------------------------------------
     def save(
         self, content: Handoff | HandoffContent | Mapping[str, Any], *, durability: Durability | None = None
     ) -> SaveReceipt:
@@ -285,8 +286,7 @@ class HandoffStore:
     def record(self, event: str, *, generation: int | None, seal: str | None, summary: str, **extra: Any) -> None:
         """Append an event line (``exported``, ``transferred`` …) to the journal, under the writers' lock. Writes.
 
-        :raises HandoffWriteError: if the line cannot be written.
-        """
+        :raises HandoffWriteError: if the line cannot be written."""
         self.init()
         with self.locked():
             self.journal.append(event, generation=generation, seal=seal, summary=summary, **extra)
@@ -294,8 +294,7 @@ class HandoffStore:
     def holdings(self) -> list[str]:
         """The names of this directory's handoff files and channels (empty for a new thread).
 
-        :raises HandoffError: if the directory cannot be listed (an unreadable thread is never taken as empty).
-        """
+        :raises HandoffError: if the directory cannot be listed (an unreadable thread is never taken as empty)."""
         return self.layout.holdings()
 
     def migrate(
@@ -342,7 +341,6 @@ class HandoffStore:
         self._heads.remember(new_head, None if ahead or receipt.unfinished else listing)
         return after_save(receipt, self.layout, new_head.thread_id, allowed_signers=self._allowed)
 
-    # -- reading -----------------------------------------------------------------------------
     def restore(self, *, accept_edit: bool = False, accept_rollback: bool = False) -> Restored:
         """Return the newest verified generation, climbing down the recovery ladder if need be.
 

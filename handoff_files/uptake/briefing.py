@@ -50,7 +50,8 @@ class Briefing:
     text: str
     code: str | None
     generation: int
-    thread: Path
+    #: the thread's folder, or its ``s3://`` URL
+    thread: Path | str
     agent_id: str
     thread_id: str
     created_at: str
@@ -93,7 +94,7 @@ def brief(
     :raises HandoffValidationError: if *budget* is too small for the heading and the instructions.
     """
     handoff = restored.handoff
-    where = Path(thread) if thread is not None else _thread_of(restored)
+    where = _named(thread) if thread is not None else _thread_of(restored)
     problems = restored.problems
     ack: str | None = code
     if ack is None:
@@ -144,8 +145,15 @@ def _fenced(body: str) -> str:
     return f"\n--- SAVED HANDOFF {tag} ---{body}\n--- END {tag} ---\n"
 
 
-def _thread_of(restored: Restored) -> Path:
-    """The thread directory *restored* came from: a generation file's is two folders up."""
+def _named(thread: str | os.PathLike[str]) -> Path | str:
+    """A thread as named: a folder's path, or a bucket thread's URL as given (never made a path)."""
+    return thread if isinstance(thread, str) and "://" in thread else Path(thread)
+
+
+def _thread_of(restored: Restored) -> Path | str:
+    """The thread *restored* came from: a generation file's folder is two up; a bucket object's URL less its key."""
+    if restored.url is not None:
+        return restored.url.removesuffix("/" + restored.path.as_posix())
     if restored.source == "history":
         return restored.path.parent.parent
     return restored.path.parent
@@ -158,13 +166,14 @@ def briefing_for(thread: str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET
         is too small (:class:`HandoffValidationError`).
     """
     store = HandoffStore(thread)
+    named = _named(thread)
     try:
         restored = store.restore()
     except NoHandoffError:
-        if ever_saved(store.layout):
+        if store.holdings() if isinstance(named, str) else ever_saved(store.layout):
             raise  # something was saved there and nothing verifies: never brief it as a fresh start
         return None
-    return brief(restored, budget=budget, thread=store.path)
+    return brief(restored, budget=budget, thread=named if isinstance(named, str) else store.path)
 
 
 def _signer(restored: Restored) -> str:
@@ -180,7 +189,7 @@ def _signer(restored: Restored) -> str:
 _NAMES_ROOM: Final = 160  # what the "left out" paragraph names, however many things it names
 
 
-def _left_out(named: str, thread: Path) -> str:
+def _left_out(named: str, thread: Path | str) -> str:
     """The paragraph naming what was left out, *named* cut to its room."""
     if len(named) > _NAMES_ROOM:
         named = named[: _NAMES_ROOM - 1] + "…"

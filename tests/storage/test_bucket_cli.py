@@ -1,0 +1,105 @@
+"""The CLI on a thread on object storage: ``handoff save|show|history|brief|acknowledge s3://…``, as a user types it.
+
+Each command runs as a real process against the SeaweedFS server (tests/storage/conftest.py), with
+the standard AWS environment the fixtures set; what a bucket thread cannot do yet says so in one
+line, exit 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.storage.conftest import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _handoff(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return _run_with({}, *argv, stdin=stdin)
+
+
+CONTENT = json.dumps(
+    {
+        "narrative": "fixing the importer",
+        "state": {"data": {"files": 3}},
+        "priorities": [{"task": "run the tests", "urgency": "first"}],
+    }
+)
+
+
+def test_save_show_history_brief_acknowledge_on_a_bucket(bucket_url: str) -> None:
+    first = _handoff("save", bucket_url, "-", "--thread-id", "importer-fix", stdin=CONTENT)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"saved generation 1 to {bucket_url}/history/00000001.json")
+    assert _handoff("save", bucket_url, stdin=CONTENT).returncode == 0
+    shown = _handoff("show", bucket_url)
+    assert shown.returncode == 0, shown.stderr
+    assert "generation 2" in shown.stdout
+    assert f"from: history ({bucket_url}/history/00000002.json)" in shown.stdout
+    as_json = json.loads(_handoff("show", bucket_url, "--json").stdout)
+    assert as_json["path"] == f"{bucket_url}/history/00000002.json"
+    assert as_json["handoff"]["state"]["data"] == {"files": 3}
+    assert "generation 1" in _handoff("show", bucket_url, "--generation", "1").stdout
+    history = _handoff("history", bucket_url, "--json")
+    assert [(e["generation"], e["current"], e["path"]) for e in json.loads(history.stdout)] == [
+        (2, True, f"{bucket_url}/history/00000002.json"),
+        (1, False, f"{bucket_url}/history/00000001.json"),
+    ]
+    briefing = _handoff("brief", bucket_url)
+    assert briefing.returncode == 0, briefing.stderr
+    code = re.search(r"the code ([A-Z0-9]{4}-[A-Z0-9]{4})", briefing.stdout)
+    assert code is not None
+    assert f"handoff acknowledge {bucket_url} {code.group(1)}" in briefing.stdout
+    wrong = _handoff("acknowledge", bucket_url, "AAAA-AAAA")
+    assert wrong.returncode == 1
+    assert "not the acknowledgement code" in wrong.stderr
+    assert _handoff("acknowledge", bucket_url, code.group(1)).returncode == 0
+
+
+@pytest.mark.parametrize("command", [["log"], ["doctor"], ["seal"], ["show", "--generation", "9"]])
+def test_what_a_bucket_thread_cannot_do_says_so_in_one_line(bucket_url: str, command: list[str]) -> None:
+    assert _handoff("save", bucket_url, "-", "--thread-id", "importer-fix", stdin=CONTENT).returncode == 0
+    done = _handoff(*command[:1], bucket_url, *command[1:])
+    assert done.returncode == 1, done
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"handoff: {bucket_url}")
+
+
+def test_trust_reset_forgets_a_bucket_threads_pin(bucket_url: str, tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    assert _handoff("keys", "create", str(key)).returncode == 0
+    public = key.with_name("key.pub").read_text(encoding="utf-8").split()
+    config = tmp_path / "config" / "handoff-files"
+    config.mkdir(parents=True)
+    (config / "allowed_signers").write_text(f"me@example.com {public[0]} {public[1]}\n", encoding="utf-8")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "HANDOFF_FILES_KEY": str(tmp_path / "state" / "ack.key")}
+    signed = _run_with(env, "save", bucket_url, "-", "--thread-id", "t1", "--sign-with", str(key), stdin=CONTENT)
+    assert signed.returncode == 0, signed.stderr
+    shown = _run_with(env, "show", bucket_url)
+    assert "signed by me@example.com" in shown.stdout or "me@example.com" in shown.stdout, shown.stdout
+    reset = _run_with(env, "trust", bucket_url, "--reset")
+    assert reset.returncode == 0, reset.stderr
+    assert reset.stdout.startswith(f"{bucket_url} is no longer pinned")
+    refused = _run_with(env, "trust", bucket_url)
+    assert refused.returncode == 2
+    assert "not a URL" in refused.stderr
+
+
+def _run_with(extra: dict[str, str], *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = child_env() | {"PYTHONPATH": str(ROOT)} | extra
+    return subprocess.run(
+        [sys.executable, "-m", "handoff_files", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
