@@ -74,6 +74,7 @@ EXPECTED_ALL = [
     "State",
     "Storage",
     "StorageConflictError",
+    "StorageUnavailableError",
     "Stored",
     "ThreadCheck",
     "ThreadDir",

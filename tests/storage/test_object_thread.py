@@ -119,7 +119,7 @@ _WRITER = """
 import sys
 from handoff_files.foundation.errors import ObjectExistsError
 from handoff_files.thread.objects import ObjectThread
-thread = ObjectThread(sys.argv[1], agent_id="writer-" + sys.argv[2], retries=int(sys.argv[3]))
+thread = ObjectThread(sys.argv[1], agent_id="racer", retries=int(sys.argv[3]))  # one agent on several hosts
 after = None if sys.argv[4] == "-" else int(sys.argv[4])
 sys.stdin.readline()  # all start together
 try:
@@ -154,7 +154,7 @@ def _race(storage: Storage, writers: int, retries: int, after: int | None = None
 
 def test_eight_writers_racing_for_one_generation_exactly_one_wins_the_others_are_told(storage: Storage) -> None:
     """Each made its content from generation 1 (``after=1``): all want generation 2, and one gets it."""
-    ObjectThread(storage, thread_id="t1").save(_layers("one"))
+    ObjectThread(storage, thread_id="t1", agent_id="racer").save(_layers("one"))
     outcomes = _race(storage, 8, retries=0, after=1)
     assert Counter(o[0] for o in outcomes) == {"won": 1, "lost": 7}
     assert [o[1:3] for o in outcomes if o[0] == "won"] == [["2", "0"]]
@@ -164,7 +164,7 @@ def test_eight_writers_racing_for_one_generation_exactly_one_wins_the_others_are
 
 
 def test_eight_writers_racing_with_retries_all_land_in_one_chain_no_number_twice(storage: Storage) -> None:
-    ObjectThread(storage, thread_id="t1").save(_layers("one"))
+    ObjectThread(storage, thread_id="t1", agent_id="racer").save(_layers("one"))
     outcomes = _race(storage, 8, retries=20)
     assert all(o[0] == "won" for o in outcomes), outcomes
     assert sorted(int(o[1]) for o in outcomes) == list(range(2, 10))
