@@ -58,9 +58,12 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _answers(url: str) -> bool:
+    """Whether the S3 gateway answers at all (a restarted server may refuse the anonymous listing: 403)."""
     try:
         with urllib.request.urlopen(url, timeout=2) as reply:  # noqa: S310 -- a loopback http:// URL we made
             return bool(reply.status == 200)
+    except urllib.error.HTTPError:
+        return True
     except (urllib.error.URLError, OSError):
         return False
 
@@ -123,9 +126,10 @@ class SeaweedServer:
         deadline = time.monotonic() + READY_WITHIN
         while not _answers(self.endpoint + "/"):
             if self._process.poll() is not None or time.monotonic() > deadline:
-                tail = (self.data / "weed.log").read_text(errors="replace")[-2000:]
+                code = self._process.poll()
+                tail = (self.data / "weed.log").read_text(errors="replace")[-3000:]
                 self.stop()
-                msg = f"SeaweedFS did not start (exit {self._process.poll()}):\n{tail}"
+                msg = f"SeaweedFS did not start (exit {code}, start {self.starts}):\n{tail}"
                 raise RuntimeError(msg)
             time.sleep(0.2)
         return self.endpoint

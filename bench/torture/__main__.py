@@ -20,6 +20,16 @@ PARTS: dict[str, tuple[str, str, int]] = {
     "faults": ("bench.torture.faults", "ENOSPC/EIO/EROFS/short write at each OS call", 0),
     "powerloss": ("bench.torture.powerloss", "simulated power-loss crash states", 1_000),
     "concurrency": ("bench.torture.concurrency", "saves per writer, 8 writers, holders killed", 1_000),
+    "machines-folder": (
+        "bench.torture.machines:run_folder",
+        "acknowledged saves, 4 writer processes sharing only a folder, killed mid-save",
+        2_000,
+    ),
+    "machines-bucket": (
+        "bench.torture.machines:run_bucket",
+        "acknowledged saves, 4 writer processes sharing only a bucket, killed mid-save; the store killed",
+        2_000,
+    ),
 }
 
 
@@ -58,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("parts", nargs="*", metavar="PART", help=f"parts to run: {', '.join(PARTS)} (default: all)")
     parser.add_argument("--kills", type=int, help="random SIGKILLs for the kills part (default 10,000)")
     parser.add_argument("--states", type=int, help="crash states for the powerloss part (default 1,000)")
-    parser.add_argument("--saves", type=int, help="saves per writer for the concurrency part (default 1,000)")
+    parser.add_argument(
+        "--saves",
+        type=int,
+        help="saves per writer for the concurrency part (default 1,000); acknowledged saves in all for machines-*",
+    )
     parser.add_argument(
         "--count", type=int, help="one count for every part (its main count: see the table); overrides the others"
     )
@@ -70,7 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown part {unknown[0]!r}; choose from {', '.join(PARTS)}")
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
-    per_part = {"kills": args.kills, "powerloss": args.states, "concurrency": args.saves}
+    per_part = {
+        "kills": args.kills,
+        "powerloss": args.states,
+        "concurrency": args.saves,
+        "machines-folder": args.saves,
+        "machines-bucket": args.saves,
+    }
     chosen = args.parts or list(PARTS)
     rows: list[Row] = []
     started = time.monotonic()
@@ -87,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                 progress=_progress(name),
             )
             print(f"[{name}] {what}: count {count:,}", file=sys.stderr, flush=True)
-            row: Row = importlib.import_module(module).run(options)
+            module_name, _, function = module.partition(":")
+            row: Row = getattr(importlib.import_module(module_name), function or "run")(options)
         rows.append(row)
         for failure in row.failures:
             print(f"[{name}] FAIL {failure}", file=sys.stderr)

@@ -24,6 +24,7 @@ __all__ = [
     "check_chain",
     "check_journal",
     "check_next_save",
+    "journal_seals",
     "leftovers",
     "matches",
     "seal_text",
@@ -259,7 +260,7 @@ def check_chain(directory: Path, row: Row, *, contiguous: bool, where: str) -> d
         except HandoffError as exc:
             row.torn += 1
             row.fail(f"history/{name} does not verify ({exc.reason}): {where}")
-    journal_seals = _journal_seals(directory)
+    seals = journal_seals(directory)
     numbers = sorted(found)
     for number in numbers:
         parent = found[number].parent
@@ -269,7 +270,7 @@ def check_chain(directory: Path, row: Row, *, contiguous: bool, where: str) -> d
                 row.fail(f"generation 1 names a parent: {where}")
             continue
         before = found.get(number - 1)
-        known = seal_text(before) if before is not None else journal_seals.get(number - 1)
+        known = seal_text(before) if before is not None else seals.get(number - 1)
         if known is None:
             if contiguous and number != numbers[0]:
                 row.lost += 1
@@ -280,7 +281,7 @@ def check_chain(directory: Path, row: Row, *, contiguous: bool, where: str) -> d
     return found
 
 
-def _journal_seals(directory: Path) -> dict[int, str]:
+def journal_seals(directory: Path) -> dict[int, str]:
     entries, _ = Journal(directory).entries()
     return {
         entry.generation: entry.seal for entry in entries if entry.event == "saved" and entry.generation and entry.seal
