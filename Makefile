@@ -9,7 +9,7 @@ VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 STAMP_BENCH := $(VENV_BENCH)/.installed-bench
 
-.PHONY: demo test lint typecheck pytest slow installed bench torture schemas clean
+.PHONY: demo demo-bucket test lint typecheck pytest slow installed bench torture schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ $(STAMP_BENCH): pyproject.toml | $(BIN_BENCH)/python
 
 demo: $(STAMP_DEMO)
 	$(BIN)/python samples/demo.py
+
+# an agent killed on one "host" continues on another from an S3 bucket (a local SeaweedFS: the test extras)
+demo-bucket: $(STAMP_TEST)
+	$(BIN)/python samples/bucket_demo.py
 
 lint: $(STAMP_TEST)
 	$(BIN)/ruff check .
@@ -76,10 +80,14 @@ bench: $(STAMP_BENCH)
 	$(BIN_BENCH)/python -m bench.bench_signing
 
 # the full torture run (every part at its full count: 10,000 kills, 1,000 crash states, 8 x 1,000 saves …),
-# in both durabilities; exit 1 on any loss. TORTURE_ARGS adds options, e.g. TORTURE_ARGS="--kills 500"
-torture: $(STAMP_DEMO)
+# in both durabilities; exit 1 on any loss. TORTURE_ARGS adds options, e.g. TORTURE_ARGS="--kills 500".
+# The machines parts (writers sharing only a folder or a SeaweedFS bucket: the test extras) run once, in the
+# first table: a bucket thread has one durability, and machines-folder saves as a folder's default does.
+TORTURE_FOLDER_PARTS := kills syscalls faults powerloss concurrency
+torture: $(STAMP_TEST)
 	$(BIN)/python -m bench.torture $(TORTURE_ARGS) --out bench/results-torture.md
-	$(BIN)/python -m bench.torture $(TORTURE_ARGS) --durability journal --out bench/results-torture-journal.md
+	$(BIN)/python -m bench.torture $(TORTURE_FOLDER_PARTS) $(TORTURE_ARGS) --durability journal \
+		--out bench/results-torture-journal.md
 
 # regenerate schemas/ for the current format and descriptor versions (tests fail on drift)
 schemas: $(STAMP_DEMO)

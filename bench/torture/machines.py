@@ -79,7 +79,7 @@ class _Run:
     def start(self, role: str, number: int) -> _Process:
         argv = [sys.executable, "-m", "bench.torture.machines_child", role, self.target, str(number)]
         if role == "writer":
-            argv.append(str(self.next_step.get(number, 0)))
+            argv += [str(self.next_step.get(number, 0)), self.options.durability]
         popen = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         child = _Process(role, number, popen)
         assert popen.stdout is not None  # noqa: S101 -- piped above

@@ -1,6 +1,6 @@
 """A writer or a reader of the ``machines`` torture parts: a process that shares nothing with the others but the store.
 
-``python -m bench.torture.machines_child writer TARGET WRITER STEP``: saves step after step into
+``python -m bench.torture.machines_child writer TARGET WRITER STEP DURABILITY``: saves step after step into
 the thread at TARGET (a folder or ``s3://…``), printing ``ACK WRITER STEP GENERATION SEAL`` once a
 save returned (flushed: the parent holds it acknowledged then), ``ERR KIND`` for a save that raised
 (a store that does not answer, lost races), and carries on until it is killed.
@@ -20,6 +20,7 @@ from typing import Final
 
 from handoff_files import HandoffStore
 from handoff_files.foundation.errors import HandoffError, NoHandoffError, StorageUnavailableError
+from handoff_files.thread.settings import Durability
 
 THREAD: Final = "torture"
 AGENT: Final = "torture-agent"  # one agent, its saves on several "machines" at once
@@ -38,9 +39,9 @@ def content(writer: int, step: int) -> dict[str, object]:
     }
 
 
-def writer(target: str, number: int, step: int) -> None:
+def writer(target: str, number: int, step: int, durability: Durability) -> None:
     """Save forever from *step* on; each acknowledged save one line."""
-    store = HandoffStore(target, thread_id=THREAD, agent_id=AGENT, keep=KEEP)
+    store = HandoffStore(target, thread_id=THREAD, agent_id=AGENT, keep=KEEP, durability=durability)
     while True:
         try:
             receipt = store.save(content(number, step))
@@ -91,7 +92,7 @@ def main(argv: list[str]) -> None:
     """Run as the role *argv* names."""
     role, target = argv[0], argv[1]
     if role == "writer":
-        writer(target, int(argv[2]), int(argv[3]))
+        writer(target, int(argv[2]), int(argv[3]), "full" if argv[4] == "full" else "journal")
     else:
         reader(target)
 

@@ -33,6 +33,7 @@ from handoff_files.foundation.errors import (
     NoHandoffError,
     ObjectExistsError,
 )
+from handoff_files.foundation.names import derive_id
 from handoff_files.thread import bucketjournal
 from handoff_files.thread.bucketpolicy import BucketPolicy
 from handoff_files.thread.history import DEFAULT_KEEP, GenerationNotFoundError
@@ -98,6 +99,7 @@ class BucketThreadStore(HandoffStore):
         self._objects = ObjectThread(
             url, agent_id=agent_id, thread_id=thread_id, keep=keep, algorithm=algorithm, retries=SAVE_RETRIES
         )
+        self._objects.name_id = derive_id(self.where.rstrip("/").rsplit("/", 1)[-1])  # as a folder's name gives it
         self._keys = KeySource(signing_key, self.where)
         self._allowed = Path(allowed_signers) if allowed_signers is not None else None
         self._signing = BucketPolicy(self._objects, self._allowed, require_signed=require_signed)

@@ -143,6 +143,8 @@ class ObjectThread:
             msg = f"unknown seal algorithm {algorithm!r}; use one of {', '.join(sealing.ALGORITHMS)}"
             raise HandoffValidationError(self.storage.where, msg)
         self.algorithm: sealing.Algorithm = algorithm
+        #: the id a first save takes when none is given (a ``HandoffStore``'s: the URL's last part, as a folder's name)
+        self.name_id: str | None = None
 
     def __repr__(self) -> str:
         return f"ObjectThread({self.storage.where!r})"
@@ -286,7 +288,7 @@ class ObjectThread:
         created_at = utc_now()
         if generation > MAX_INT:
             raise HandoffValidationError(where, f"the next generation would be {generation}, past the 64-bit limit")
-        thread_id = self.thread_id or (head.thread_id if head is not None else None)
+        thread_id = self.thread_id or (head.thread_id if head is not None else self.name_id)
         if thread_id is None:
             msg = "the first save of a thread on object storage needs its id: ObjectThread(…, thread_id=…)"
             raise HandoffValidationError(where, msg)

@@ -241,3 +241,9 @@ def test_racing_plain_saves_all_land_in_one_chain(thread: str) -> None:
         numbers += [int(line) for line in out.split()]
     assert sorted(numbers) == list(range(2, 2 + writers * each))  # every save acknowledged once, none reused
     assert HandoffStore(thread).restore().generation == 1 + writers * each
+
+
+def test_a_first_save_takes_its_thread_id_from_the_name_as_in_a_folder(thread: str) -> None:
+    receipt = HandoffStore(thread).save(_layers("one"))  # no thread_id: the folder's name, or the URL's last part
+    assert receipt.generation == 1
+    assert HandoffStore(thread).restore().handoff.thread_id == thread.rstrip("/").rsplit("/", 1)[-1]
