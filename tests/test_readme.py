@@ -465,8 +465,10 @@ KILL_TEST: Final = "def test_survives_kills(handoff_killer):"
 HAND_ON: Final = "from handoff_files import LocalBlobStore, adopt_checkpoint, handoff_checkpoint"
 INBOX: Final = "from handoff_files import AgentRegistry, HandoffInbox, HandoffStatus"
 LANGGRAPH: Final = "from langgraph.graph import MessagesState, StateGraph, START"
+#: run against the tests' SeaweedFS by tests/storage/test_bucket_demo.py (its bucket and credentials are there)
+BUCKET: Final = "from handoff_files import HandoffStore"
 #: Every python block: those run below in a sandbox by its test, and the kill test (run by pytest).
-PYTHON: Final = {LIBRARY, WATCH, KILL_TEST, HAND_ON, INBOX, LANGGRAPH}
+PYTHON: Final = {LIBRARY, WATCH, KILL_TEST, HAND_ON, INBOX, LANGGRAPH, BUCKET}
 
 
 # -- the tests ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.storage.conftest import child_env
+from tests.test_readme import BUCKET, README, block
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,3 +31,14 @@ def test_the_agent_comes_back_on_another_host_from_the_bucket(bucket_url: str) -
     ):
         assert line in out, out
     assert "host A | STEP 4" not in out  # killed after step 3: step 4 was host B's
+
+
+def test_the_readmes_bucket_example_runs_against_the_real_store(bucket_url: str) -> None:
+    """README.md's object-storage example as written, its bucket swapped for this test's (credentials: the env)."""
+    found = block(BUCKET)
+    code = "\n" * (found.line - 1) + found.text.replace("s3://team-bucket/agents/importer-fix", bucket_url)
+    namespace: dict[str, object] = {}
+    exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 -- running the README's example is the test
+    restored = namespace["restored"]
+    assert getattr(restored, "generation", None) == 1
+    assert getattr(restored, "where", "") == f"{bucket_url}/history/00000001.json"
