@@ -28,7 +28,7 @@ def register(add: Add) -> None:
         "check a thread whole: every generation's seal and signature and who signed it, the chain from each "
         "generation to the one before, generations missing between kept ones; exit 1 if anything is wrong",
     )
-    p.add_argument("path", metavar="THREAD", type=Path, help="the thread directory")
+    p.add_argument("path", metavar="THREAD", type=_folder, help="the thread directory")
     p.add_argument(
         "--require-signed",
         action="store_true",
@@ -91,3 +91,12 @@ def _signer(entry: CheckedGeneration) -> str:
     if entry.signature.principal is not None:
         return f"signed by {entry.signature.principal}"
     return f"NOT TRUSTED: {entry.signature.distrust}"
+
+
+def _folder(text: str) -> Path:
+    """THREAD, a folder: a URL is refused at once, never read as a folder named ``s3:``."""
+    if "://" in text:
+        scheme = text.partition("://")[0][:20]
+        msg = f"{scheme}:// is not a folder: verify reads a thread folder's files (not yet a bucket's)"
+        raise argparse.ArgumentTypeError(msg)
+    return Path(text)

@@ -38,6 +38,14 @@ class Validation:
         return self.error is None
 
 
+def _local(path: str | os.PathLike[str]) -> Path:
+    """*path*, unless it is a URL: then refused, never read as a folder named ``s3:``."""
+    if isinstance(path, str) and "://" in path:
+        msg = "a URL: validate reads files and folders; `handoff show URL` restores and verifies a bucket's"
+        raise HandoffError(path.partition("?")[0], msg)
+    return Path(path)
+
+
 def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | None = None) -> list[Validation]:
     """Load and verify each path, as :func:`load` does, and the signature of a signed one; a bad one
     never stops the rest.
@@ -56,7 +64,7 @@ def validate(paths: Iterable[str | os.PathLike[str]], *, assume_version: str | N
     results = []
     for path in paths:
         try:
-            handoff = _verify(Path(path), assume_version)
+            handoff = _verify(_local(path), assume_version)
             bad = signature_damage(handoff, path)
             if bad is not None:  # a signed generation is verified whole: its seal, then its signature
                 raise SignatureError(path, bad)

@@ -62,7 +62,9 @@ def test_save_show_history_brief_acknowledge_on_a_bucket(bucket_url: str) -> Non
     assert _handoff("acknowledge", bucket_url, code.group(1)).returncode == 0
 
 
-@pytest.mark.parametrize("command", [["log"], ["doctor"], ["seal"], ["show", "--generation", "9"]])
+@pytest.mark.parametrize(
+    "command", [["log"], ["doctor"], ["seal"], ["show", "--generation", "9"], ["validate"], ["edit"]]
+)
 def test_what_a_bucket_thread_cannot_do_says_so_in_one_line(bucket_url: str, command: list[str]) -> None:
     assert _handoff("save", bucket_url, "-", "--thread-id", "importer-fix", stdin=CONTENT).returncode == 0
     done = _handoff(*command[:1], bucket_url, *command[1:])
@@ -103,3 +105,9 @@ def _run_with(extra: dict[str, str], *argv: str, stdin: str | None = None) -> su
         timeout=120,
         check=False,
     )
+
+
+def test_verify_refuses_a_url_as_a_usage_error_never_a_folder(bucket_url: str) -> None:
+    done = _handoff("verify", bucket_url)
+    assert done.returncode == 2
+    assert "s3:// is not a folder" in done.stderr
