@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from handoff_files.format import seal as sealing
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.content import layers_of
@@ -47,14 +45,13 @@ from handoff_files.foundation.errors import (
     HandoffNotFoundError,
     HandoffValidationError,
     NoHandoffError,
-    ObjectChangedError,
     ObjectExistsError,
     StorageUnavailableError,
 )
 from handoff_files.foundation.names import check_id
 from handoff_files.storage import Storage, open_storage
 from handoff_files.thread.copyback import file_bytes
-from handoff_files.thread.mirror import mirror_bytes, state_message
+from handoff_files.thread.objectcopies import ReadableCopies
 from handoff_files.thread.signatures import sign_document, signature_damage
 
 if TYPE_CHECKING:
@@ -65,12 +62,22 @@ if TYPE_CHECKING:
 
 __all__ = ["ObjectReceipt", "ObjectRestored", "ObjectThread"]
 
-PRIMARY: Final = "handoff.json"
-MIRROR: Final = "state.json"
 HISTORY: Final = "history/"
 _GENERATION: Final = re.compile(r"history/([0-9]{8,20})\.json")
-#: how many times a readable copy is read again when another writer moved it meanwhile
-_COPY_TRIES: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """What a save needs of the generation it follows: its number, seal and ids."""
+
+    generation: int
+    seal: str
+    thread_id: str
+    agent_id: str
+
+    @classmethod
+    def of(cls, handoff: Handoff) -> _Head:
+        return cls(handoff.generation, str(handoff.seal), handoff.thread_id, handoff.agent_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +152,10 @@ class ObjectThread:
         self.algorithm: sealing.Algorithm = algorithm
         #: the id a first save takes when none is given (a ``HandoffStore``'s: the URL's last part, as a folder's name)
         self.name_id: str | None = None
+        # what this writer last committed or read, and the etags its copies were left at: while no other
+        # writer moved them, a save reads neither again (objects are created once, never changed in place)
+        self._head: _Head | None = None
+        self._copies = ReadableCopies(self.storage)
 
     def __repr__(self) -> str:
         return f"ObjectThread({self.storage.where!r})"
@@ -174,7 +185,7 @@ class ObjectThread:
                     f"the head is generation {newest}, not {after}: another writer saved since; restore and save again"
                 )
                 raise ObjectExistsError(self._where(newest + 1), msg)
-            head = self._newest(numbers)[0] if numbers else None
+            head = self._head_at(numbers)
             generation = newest + 1
             document, seal_text, data, created_at = self._sealed(layers, generation, head)
             key = _key(generation)
@@ -191,8 +202,8 @@ class ObjectThread:
                     raise ObjectExistsError(exc.path, msg) from None
                 continue
             break
-        problems = self._follow(document, seal_text, data)
-        problems += self._prune(numbers)
+        self._head = _Head(generation, seal_text, document["thread_id"], document["agent_id"])
+        problems = self._copies.follow(document, seal_text, data, self.signing_key, lambda: self._prune(numbers))
         signed_by = self.signing_key.fingerprint if self.signing_key is not None else None
         where = self._where(generation)
         signature = document["seal"].get("signature")
@@ -200,6 +211,16 @@ class ObjectThread:
         return ObjectReceipt(
             generation, seal_text, where, created_at, tuple(problems), conflicts, signed_by, thread_id, signature
         )
+
+    def _head_at(self, numbers: list[int]) -> _Head | None:
+        """The newest of *numbers* that verifies: the one this writer last committed or read if it is still
+        the newest (a generation's object never changes), else read from the store."""
+        if not numbers:
+            return None
+        if self._head is not None and self._head.generation == numbers[0]:
+            return self._head
+        found = self._newest(numbers)[0]
+        return None if found is None else _Head.of(found)
 
     def _fresh(self, generation: int, key: str, before: list[int]) -> list[int]:
         """The generations after *key* was created, unless it was a number retention had removed.
@@ -248,6 +269,7 @@ class ObjectThread:
         if found is None:
             msg = "no generation here verifies: " + "; ".join(problems)
             raise NoHandoffError(self.storage.where, msg)
+        self._head = _Head.of(found)
         return ObjectRestored(found, self._where(found.generation), tuple(problems))
 
     def _newest(
@@ -281,7 +303,7 @@ class ObjectThread:
         return None, problems
 
     def _sealed(
-        self, layers: dict[str, Any], generation: int, head: Handoff | None
+        self, layers: dict[str, Any], generation: int, head: _Head | None
     ) -> tuple[dict[str, Any], str, bytes, dt.datetime]:
         """Generation *generation*'s document after *head*, sealed (and signed), its seal, bytes and time."""
         where = self.storage.where
@@ -306,7 +328,7 @@ class ObjectThread:
             "thread_id": thread_id,
             "generation": generation,
             "created_at": iso_z(created_at, timespec="microseconds"),
-            "parent": None if head is None else str(head.seal),
+            "parent": None if head is None else head.seal,
             "lineage": {"adopted_from": None, "migrated_from": None},
             **layers,
         }
@@ -323,60 +345,10 @@ class ObjectThread:
             raise HandoffValidationError(where, msg)
         return document, f"{self.algorithm}:{digest}", data, created_at
 
-    def _follow(self, document: dict[str, Any], seal_text: str, data: bytes) -> list[str]:
-        """Move ``handoff.json`` and ``state.json`` on to the committed generation (never back); what did not."""
-        saved = {
-            "generation": document["generation"],
-            "seal": seal_text,
-            "agent_id": document["agent_id"],
-            "thread_id": document["thread_id"],
-            "created_at": document["created_at"],
-            "state": document["state"],
-        }
-        signature = None if self.signing_key is None else self.signing_key.sign(state_message(**saved))
-        mirror = mirror_bytes(
-            **saved, saves=document["generation"], last_restore=None, primary_written=None, signature=signature
-        )
-        problems = []
-        for key, body in ((PRIMARY, data), (MIRROR, mirror)):
-            said = self._advance(key, body, document["generation"])
-            if said is not None:
-                problems.append(said)
-        return problems
-
     def _where(self, generation: int) -> str:
         return f"{self.storage.where}/{_key(generation)}"
-
-    def _advance(self, key: str, body: bytes, generation: int) -> str | None:
-        """Put *body* (of *generation*) at *key* unless a newer generation is already there; why not, or None."""
-        for _ in range(_COPY_TRIES):
-            try:
-                try:
-                    stored = self.storage.read(key, limit=MAX_FILE_BYTES)
-                except HandoffNotFoundError:
-                    self.storage.create(key, body)
-                    return None
-                there = _generation_of(stored.data)
-                if there >= generation:
-                    return f"{key} holds generation {there} already (a newer writer's): left as it is"
-                self.storage.replace(key, body, stored.etag)
-            except (ObjectExistsError, ObjectChangedError):
-                continue  # another writer moved it meanwhile: read it again
-            except HandoffError as exc:
-                return f"{key} not moved on to generation {generation} (it is in history/): {exc.reason}"
-            return None
-        return f"{key} not moved on to generation {generation}: other writers kept moving it ({_COPY_TRIES} tries)"
 
 
 def _key(generation: int) -> str:
     """The object a generation is committed as: ``history/00000042.json``."""
     return f"{HISTORY}{generation:08d}.json"
-
-
-def _generation_of(data: bytes) -> int:
-    """The generation a readable copy says it holds; 0 if it says none (damaged: replaced by a newer one)."""
-    try:
-        number = orjson.loads(data).get("generation")
-    except (orjson.JSONDecodeError, AttributeError):
-        return 0
-    return number if isinstance(number, int) and not isinstance(number, bool) else 0

@@ -83,7 +83,7 @@ def test_an_older_writer_never_moves_the_readable_copy_back(storage: Storage) ->
     newer = thread.save(_layers("two"))
     # a writer that committed generation 1 long ago and only now moves the copies on
     old = orjson.loads(storage.read("history/00000001.json", limit=1 << 20).data)
-    said = thread._advance("handoff.json", orjson.dumps(old), 1)  # the follow step alone
+    said = thread._copies.advance("handoff.json", orjson.dumps(old), 1)  # the follow step alone
     assert said == "handoff.json holds generation 2 already (a newer writer's): left as it is"
     assert orjson.loads(storage.read("handoff.json", limit=1 << 20).data)["seal"]["digest"] in newer.checksum
 
@@ -175,3 +175,19 @@ def test_eight_writers_racing_with_retries_all_land_in_one_chain_no_number_twice
         assert after["parent"] == f"blake3:{before['seal']['digest']}"
     assert thread.restore().generation == 9
     assert orjson.loads(storage.read("handoff.json", limit=1 << 20).data)["generation"] == 9
+
+
+def test_two_writers_taking_turns_keep_the_chain_and_the_copies_at_the_newest(storage: Storage) -> None:
+    """Each writer remembers its last head and the etags it left the copies at; the other's saves in between
+    must make it read them again, never write a parent or a copy from what it remembered."""
+    first, second = ObjectThread(storage, thread_id="t1"), ObjectThread(storage)
+    receipts = []
+    for step in range(3):
+        receipts += [first.save(_layers(f"a{step}")), second.save(_layers(f"b{step}"))]
+    assert [r.generation for r in receipts] == [1, 2, 3, 4, 5, 6]
+    assert all(r.problems == () for r in receipts)
+    for number in range(2, 7):
+        parent = orjson.loads(storage.read(f"history/{number:08d}.json", limit=1 << 20).data)["parent"]
+        assert parent == receipts[number - 2].checksum
+    assert storage.read("handoff.json", limit=1 << 20).data == storage.read("history/00000006.json", limit=1 << 20).data
+    assert orjson.loads(storage.read("state.json", limit=1 << 20).data)["generation"] == 6
