@@ -10,6 +10,7 @@ retention of old generations go out at once: none depends on another.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
@@ -39,6 +40,7 @@ class ReadableCopies:
         self.storage = storage
         self._etags: dict[str, tuple[str, int]] = {}  # key → the etag and generation this writer left it at
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0  # a pool's threads do not survive fork(): a child makes its own
 
     def follow(
         self,
@@ -62,8 +64,9 @@ class ReadableCopies:
         mirror = mirror_bytes(
             **saved, saves=document["generation"], last_restore=None, primary_written=None, signature=signature
         )
-        if self._pool is None:
+        if self._pool is None or self._pool_pid != os.getpid():
             self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="handoff-copies")
+            self._pool_pid = os.getpid()
         generation = document["generation"]
         copies = [
             self._pool.submit(self.advance, key, body, generation) for key, body in ((PRIMARY, data), (MIRROR, mirror))

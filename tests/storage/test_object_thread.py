@@ -7,9 +7,13 @@ number, and with retries every one of them lands, in one chain with no number us
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
+from pathlib import Path
 
 import orjson
 import pytest
@@ -191,3 +195,26 @@ def test_two_writers_taking_turns_keep_the_chain_and_the_copies_at_the_newest(st
         assert parent == receipts[number - 2].checksum
     assert storage.read("handoff.json", limit=1 << 20).data == storage.read("history/00000006.json", limit=1 << 20).data
     assert orjson.loads(storage.read("state.json", limit=1 << 20).data)["generation"] == 6
+
+
+def test_a_folder_thread_saves_in_a_forked_child_after_saving_in_its_parent(tmp_path: Path) -> None:
+    """The copies go out on a thread pool: a child of fork() has none of its parent's threads and makes its own."""
+    thread = ObjectThread(tmp_path / "store", thread_id="t1")
+    thread.save(_layers("parent"))
+    pid = os.fork()
+    if pid == 0:  # the child: a save that hung on the parent's pool would never exit
+        try:
+            code = 0 if thread.save(_layers("child")).generation == 2 else 1
+        finally:
+            os._exit(code if "code" in locals() else 2)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the forked child's save hung")
+    assert ObjectThread(tmp_path / "store").restore().handoff.narrative == "child"
