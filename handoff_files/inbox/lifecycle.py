@@ -19,7 +19,7 @@ from handoff_files.foundation.errors import (
     UnknownRequestError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
-from handoff_files.foundation.names import check_id
+from handoff_files.foundation.names import check_folder_path, check_id
 from handoff_files.inbox.capabilities import AgentRegistry
 from handoff_files.inbox.ids import MIN_PREFIX, SHORT_ID, is_id_prefix, matching, shortest_prefixes
 from handoff_files.inbox.request import (
@@ -104,6 +104,7 @@ class HandoffInbox:
         allowed_signers: str | os.PathLike[str] | None = None,
         require_signed: bool = False,
     ) -> None:
+        check_folder_path(directory, "the inbox")
         self.path = Path(directory).absolute()
         self._files = RequestFiles(
             self.path,

@@ -92,7 +92,11 @@ class BucketStorage:
         self._obs: Any = obstore
         if store is None:
             # given client options replace those obstore reads from the environment: AWS_ALLOW_HTTP is read here
-            allow_http = os.environ.get("AWS_ALLOW_HTTP", "").strip().lower() == "true"
+            endpoint = os.environ.get("AWS_ENDPOINT_URL", "")
+            if endpoint and not endpoint.startswith(("http://", "https://")):  # obstore would panic at the request
+                msg = f"AWS_ENDPOINT_URL must be a URL such as http://127.0.0.1:8333, not {endpoint[:80]!r}"
+                raise HandoffError(self._url, msg)
+            allow_http = os.environ.get("AWS_ALLOW_HTTP", "").strip().lower() in {"true", "1", "yes"}
             store = S3Store(
                 self.bucket,
                 prefix=self.prefix or None,
@@ -125,6 +129,10 @@ class BucketStorage:
             raise HandoffNotFoundError(named, "no such object") from None
         except Exception as exc:  # obstore's errors share no base but Exception
             _failed(named, "read", exc)
+        except BaseException as exc:
+            if not _panicked(exc):
+                raise
+            _failed(named, "read", exc)
         return Stored(data, _etag(got.meta.get("e_tag"), named))
 
     def create(self, key: str, data: bytes) -> str:
@@ -137,6 +145,10 @@ class BucketStorage:
         except exceptions.AlreadyExistsError:
             raise ObjectExistsError(named, "already exists: another writer created it first") from None
         except Exception as exc:
+            _failed(named, "create", exc)
+        except BaseException as exc:
+            if not _panicked(exc):
+                raise
             _failed(named, "create", exc)
         return _etag(put.get("e_tag"), named)
 
@@ -153,6 +165,10 @@ class BucketStorage:
             raise ObjectChangedError(named, f"is gone: it was at {etag} when read") from None
         except Exception as exc:
             _failed(named, "replace", exc)
+        except BaseException as exc:
+            if not _panicked(exc):
+                raise
+            _failed(named, "replace", exc)
         return _etag(put.get("e_tag"), named)
 
     def list(self, prefix: str = "") -> list[str]:
@@ -168,6 +184,10 @@ class BucketStorage:
             raise
         except Exception as exc:
             _failed(self._url, "list", exc)
+        except BaseException as exc:
+            if not _panicked(exc):
+                raise
+            _failed(self._url, "list", exc)
 
     def remove(self, key: str) -> None:
         """See :meth:`~handoff_files.storage.seam.Storage.remove`."""
@@ -177,6 +197,10 @@ class BucketStorage:
         except FileNotFoundError:
             return
         except Exception as exc:
+            _failed(named, "remove", exc)
+        except BaseException as exc:
+            if not _panicked(exc):
+                raise
             _failed(named, "remove", exc)
 
     def _named(self, key: str) -> str:
@@ -212,7 +236,37 @@ def _etag(etag: object, named: str) -> str:
     return etag
 
 
-def _failed(named: str, what: str, exc: Exception) -> NoReturn:
-    """Raise StorageUnavailableError for a failed request: its kind and the first line of its message, no more."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    raise StorageUnavailableError(named, f"cannot {what} it: {type(exc).__name__}: {first[:300]}") from exc
+def _failed(named: str, what: str, exc: BaseException) -> NoReturn:
+    """Raise for a failed request: its kind and the first line of its message, no more; a setting that cannot
+    work (no such bucket, no credentials, plain HTTP not allowed, an endpoint that is not a URL) as a plain
+    HandoffError saying what to change, anything else as StorageUnavailableError (worth trying again)."""
+    full = str(exc)
+    first = full.strip().splitlines()[0] if full.strip() else type(exc).__name__
+    said = f"cannot {what} it: {type(exc).__name__}: {first[:300]}"
+    if _panicked(exc):  # obstore's Rust side gave up: an endpoint that is not a URL
+        msg = f"cannot {what} it: AWS_ENDPOINT_URL must be a URL such as http://127.0.0.1:8333 ({first[:200]})"
+        raise HandoffError(named, msg) from None
+    for mark, why in _SETTINGS:
+        if mark in full:
+            raise HandoffError(named, f"cannot {what} it: {why}") from exc
+    raise StorageUnavailableError(named, said) from exc
+
+
+#: what a store's reply says when a setting cannot work, and what to tell the user: never worth a retry
+_SETTINGS: Final = (
+    ("NoSuchBucket", "no such bucket at this endpoint (NoSuchBucket): check the URL's bucket and AWS_ENDPOINT_URL"),
+    ("builder error", "the client refused its settings: a plain-http endpoint needs AWS_ALLOW_HTTP=true"),
+    (
+        "169.254.169.254",
+        "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE); none came from the "
+        "environment, so the client asked the instance metadata service",
+    ),
+    ("AccessDenied", "access denied (AccessDenied): these credentials may not do this in this bucket"),
+    ("InvalidAccessKeyId", "the access key is not known to the store (InvalidAccessKeyId): check AWS_ACCESS_KEY_ID"),
+    ("SignatureDoesNotMatch", "the secret key does not match (SignatureDoesNotMatch): check AWS_SECRET_ACCESS_KEY"),
+)
+
+
+def _panicked(exc: BaseException) -> bool:
+    """Whether *exc* is obstore's Rust side panicking (pyo3's PanicException derives from BaseException)."""
+    return type(exc).__name__ == "PanicException"

@@ -99,8 +99,8 @@ def check_key(key: str, where: str) -> str:
     if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY or not all(_part_ok(p) for p in key.split("/")):
         shown = repr(key)[:80]
         msg = (
-            f"not a storage key: {shown} (parts of letters, digits, '.', '_' and '-' joined by '/', "
-            f"none empty, '.' or '..', at most {MAX_KEY} characters)"
+            f"not a storage key: {shown} (parts joined by '/', each of letters, digits, '.', '_' and '-', starting "
+            f"with a letter, digit or '_', at most 128 characters, not only dots; at most {MAX_KEY} in all)"
         )
         raise HandoffError(where, msg)
     return key

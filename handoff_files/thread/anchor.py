@@ -68,9 +68,13 @@ _PATHS: dict[tuple[Path, str], Path] = {}  # the anchor file by its folder and n
 
 
 def thread_name(thread: str | os.PathLike[str]) -> str:
-    """The name a thread's pin and anchor are kept under: a folder's real path, a bucket thread's URL as given."""
+    """The name a thread's pin and anchor are kept under: a folder's real path, a bucket thread's URL as given
+    (with ``AWS_ENDPOINT_URL`` when one is set)."""
     given = os.fspath(thread)
-    return given if given.startswith("s3://") else os.path.realpath(given)
+    if not given.startswith("s3://"):
+        return os.path.realpath(given)
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")  # one URL on two stores is two threads
+    return f"{given} at {endpoint}" if endpoint else given
 
 
 def _path(folder: str | os.PathLike[str]) -> Path:

@@ -146,7 +146,7 @@ class BucketThreadStore(HandoffStore):
 
     # -- what only a folder has ------------------------------------------------------------------
     def _folder_only(self, what: str) -> NoReturn:
-        msg = f"{what} is for a thread in a folder; a thread on object storage has none (yet)"
+        msg = f"not on object storage (yet): this needs {what}, which only a thread in a folder has"
         raise HandoffError(self.where, msg)
 
     @property  # an attribute on a folder's store
@@ -274,7 +274,12 @@ class BucketThreadStore(HandoffStore):
         return self._signing.restore(accept_rollback=accept_rollback)
 
     def history(self) -> list[HistoryEntry]:
-        """The generations ``history/`` holds, newest first, each verified; ``current`` marks what restore returns."""
+        """The generations ``history/`` holds, newest first, each verified; ``current`` marks what restore returns.
+
+        :raises HandoffNotFoundError: if nothing at all is under the URL (a mistyped one, as a missing folder).
+        """
+        if not self._objects.generations() and not self.holdings():
+            raise HandoffNotFoundError(self.where, "nothing here: no thread under this URL (mistyped?)")
         try:
             current: int | None = self.restore().generation
         except HandoffError:
@@ -343,7 +348,7 @@ class BucketThreadStore(HandoffStore):
 
     def note(self, event: str, summary: str, **fields: Any) -> None:
         """Write an event of the caller's (one the library's own events use is refused)."""
-        check_note(Path(self.where), event, fields)
+        check_note(self.where, event, fields)
         self.record(event, generation=None, seal=None, summary=summary, **fields)
 
     def acknowledge(self, restored: Restored | None = None, *, code: str | None = None) -> Acknowledgement:

@@ -17,7 +17,7 @@ from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.foundation.lock import LOCK_NAME, try_writer_lock
 from handoff_files.foundation.lockfile import RUN_LOCK_NAME
-from handoff_files.foundation.names import generation_from_stem, generation_stem
+from handoff_files.foundation.names import check_folder_path, generation_from_stem, generation_stem
 
 __all__ = [
     "EXTENSIONS",
@@ -138,6 +138,7 @@ class ThreadDir:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        check_folder_path(path, "a thread folder")
         self.path = Path(path).absolute()
 
     def __repr__(self) -> str:

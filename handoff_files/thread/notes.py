@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any, Final
 
 from handoff_files.foundation.errors import HandoffValidationError
@@ -18,7 +18,7 @@ _RESERVED_FIELDS: Final = frozenset(
 _NOTE_EVENTS: Final = frozenset({"hook"})
 
 
-def check_note(path: Path, event: str, fields: dict[str, Any]) -> None:
+def check_note(path: str | os.PathLike[str], event: str, fields: dict[str, Any]) -> None:
     """Refuse a note that would pose as the library's own line: one of its events, or one of its fields.
 
     :raises HandoffValidationError: naming the event or the fields.

@@ -176,15 +176,20 @@ class ObjectThread:
         :raises HandoffError: if the store refuses or cannot be reached (nothing committed then).
         """
         layers = layers_of(content, Path(self.storage.where))
+        if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 0):
+            raise HandoffValidationError(
+                self.storage.where, f"after must be a generation number (0 or more), not {after!r}"
+            )
         conflicts = 0
         while True:
             numbers = self.generations()
             newest = numbers[0] if numbers else 0
-            if after is not None and newest != after:
-                msg = (
-                    f"the head is generation {newest}, not {after}: another writer saved since; restore and save again"
-                )
-                raise ObjectExistsError(self._where(newest + 1), msg)
+            if after is not None and newest > after:
+                msg = f"the head is generation {newest}, not {after}: another writer saved since; restore, save again"
+                raise ObjectExistsError(self._where(after + 1), msg)
+            if after is not None and newest < after:
+                msg = f"there is no generation {after} here to save after (the head is {newest})"
+                raise HandoffValidationError(self.storage.where, msg)
             head = self._head_at(numbers)
             generation = newest + 1
             document, seal_text, data, created_at = self._sealed(layers, generation, head)

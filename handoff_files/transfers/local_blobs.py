@@ -8,6 +8,7 @@ from pathlib import Path
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.atomic import fsync_dir, read_bytes
 from handoff_files.foundation.errors import BlobError, BlobNotFoundError, HandoffError, HandoffNotFoundError
+from handoff_files.foundation.names import check_folder_path
 from handoff_files.foundation.shared_mode import check_shared, make_dir, write_durable_mode
 from handoff_files.transfers.blob_layout import (
     COMPRESS_OVER,
@@ -42,6 +43,7 @@ class LocalBlobStore:
         max_bytes: int = MAX_FILE_BYTES,
         shared: bool = False,
     ) -> None:
+        check_folder_path(root, "a local blob store (an fsspec URL goes to open_blob_store)")
         self.root = Path(root).absolute()
         self.compress_over = compress_over
         self.max_bytes = max_bytes

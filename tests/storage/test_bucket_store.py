@@ -186,7 +186,7 @@ def test_another_agents_save_is_refused_as_in_a_folder(thread: str) -> None:
 def test_folder_only_operations_say_so_in_one_line(bucket_url: str) -> None:
     store = HandoffStore(bucket_url, thread_id="importer-fix")
     for call in (lambda: store.path, store.locked, store.seal, lambda: store.primary, store.init):
-        with pytest.raises(HandoffError, match="for a thread in a folder") as caught:
+        with pytest.raises(HandoffError, match="only a thread in a folder has") as caught:
             call()
         assert bucket_url in str(caught.value)
         assert "\n" not in str(caught.value)
