@@ -61,7 +61,7 @@ def cmd_hook(args: argparse.Namespace) -> str:
     """``handoff hook AGENT [--thread DIR]``: answer one hook event read from stdin, in the agent's format."""
     from handoff_files.hooks.run import run_hook  # noqa: PLC0415
 
-    reply = run_hook(args.agent, sys.stdin.buffer.read(), thread=None if args.thread is None else Path(args.thread))
+    reply = run_hook(args.agent, sys.stdin.buffer.read(), thread=_thread_folder(args.thread))
     if reply.stderr:
         print(reply.stderr, file=sys.stderr)
     args.failed = reply.exit_code != 0
@@ -72,7 +72,7 @@ def cmd_install(args: argparse.Namespace) -> str:
     """``handoff install AGENT [--project DIR] [--thread DIR] [--dry-run]``: merge the hooks and the MCP server in."""
     from handoff_files.hooks.install import install  # noqa: PLC0415
 
-    thread = None if args.thread is None else Path(args.thread)
+    thread = _thread_folder(args.thread)
     project = None if args.project is None else Path(args.project)
     report = install(
         args.agent, project, dry_run=args.dry_run, thread=thread, executable=args.executable, gitignore=args.gitignore
@@ -81,3 +81,13 @@ def cmd_install(args: argparse.Namespace) -> str:
         return to_json(report.to_json())
     diffs = [change.diff() for change in report.files] if args.dry_run else []
     return "\n".join(report.lines()) + "\n" + "".join(diffs)
+
+
+def _thread_folder(thread: str | None) -> Path | None:
+    """``--thread`` as a folder: a URL (or a mistyped one) is refused as given, never made a path first."""
+    from handoff_files.foundation.names import check_folder_path  # noqa: PLC0415
+
+    if thread is None:
+        return None
+    check_folder_path(thread, "the hooks' --thread (a bucket thread is not briefed by hooks yet)")
+    return Path(thread)

@@ -111,3 +111,15 @@ def test_verify_refuses_a_url_as_a_usage_error_never_a_folder(bucket_url: str) -
     done = _handoff("verify", bucket_url)
     assert done.returncode == 2
     assert "s3:// is not a folder" in done.stderr
+
+
+def test_the_hooks_refuse_a_bucket_thread_and_write_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    done = _handoff("install", "claude-code", "--project", str(project), "--thread", "s3://bucket/team/t1")
+    assert done.returncode == 1
+    assert "a URL, not a folder" in done.stderr
+    assert list(project.iterdir()) == []
+    hook = _handoff("hook", "claude-code", "--thread", "s3://bucket/team/t1", stdin='{"hook_event_name": "SessionStart"}')
+    assert hook.returncode == 1
+    assert "a URL, not a folder" in hook.stderr
