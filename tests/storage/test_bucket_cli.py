@@ -120,6 +120,7 @@ def test_the_hooks_refuse_a_bucket_thread_and_write_nothing(tmp_path: Path) -> N
     assert done.returncode == 1
     assert "a URL, not a folder" in done.stderr
     assert list(project.iterdir()) == []
-    hook = _handoff("hook", "claude-code", "--thread", "s3://bucket/team/t1", stdin='{"hook_event_name": "SessionStart"}')
+    event = '{"hook_event_name": "SessionStart"}'
+    hook = _handoff("hook", "claude-code", "--thread", "s3://bucket/team/t1", stdin=event)
     assert hook.returncode == 1
     assert "a URL, not a folder" in hook.stderr
