@@ -171,6 +171,16 @@ def rollback_of(
     )
 
 
+def rollback_refused(thread: str | os.PathLike[str], why: str) -> RollbackError:
+    """The error for a restore of *thread* that would roll it back unseen (*why*), saying how to accept it."""
+    msg = (
+        f"{why}; restoring would roll the thread back unseen. If you rolled it back yourself, accept it: "
+        f"`handoff show {os.fspath(thread)} --accept-rollback` (Python: restore(accept_rollback=True)) anchors it "
+        f"there, `handoff trust {os.fspath(thread)} --reset` forgets the pin and the anchor"
+    )
+    return RollbackError(thread, msg)
+
+
 def _same_thread(anchor: Anchor, thread_id: str, first_seal: str | None) -> bool:
     """Whether *thread_id* (with generation 1's *first_seal*, if known) is the thread *anchor* was taken for."""
     if anchor.thread_id != thread_id:

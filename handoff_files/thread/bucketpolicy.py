@@ -18,7 +18,7 @@ from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, NoHandoffError, RollbackError, UntrustedSignerError
-from handoff_files.thread.anchor import advance, anchor_of, rollback_of
+from handoff_files.thread.anchor import advance, anchor_of, rollback_of, rollback_refused
 from handoff_files.thread.objects import ObjectReceipt, ObjectThread
 from handoff_files.thread.pins import Pin, pin, pin_of
 from handoff_files.thread.results import Restored, SaveReceipt
@@ -118,12 +118,7 @@ class BucketPolicy:
         first = self._first_seal(handoff) if anchor is not None and handoff.generation <= anchor.generation else None
         why = rollback_of(anchor, handoff.thread_id, handoff.generation, seal, first)
         if why is not None and not accept_rollback:
-            msg = (
-                f"{why}; restoring would roll the thread back unseen. If you rolled it back yourself, accept it: "
-                f"`handoff show {self._where} --accept-rollback` (Python: restore(accept_rollback=True)); "
-                f"`handoff trust {self._where} --reset` forgets the pin and the anchor"
-            )
-            raise RollbackError(self._where, msg)
+            raise rollback_refused(self._where, why)
         problems = [] if why is None else [f"a rollback, accepted: {why}"]
         try:
             advance(self._where, handoff.thread_id, handoff.generation, seal, first_seal=first, back=why is not None)

@@ -17,7 +17,7 @@ from typing import Final, TypeVar
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, RollbackError, UntrustedSignerError
-from handoff_files.thread.anchor import advance, anchor_of, rollback_of
+from handoff_files.thread.anchor import advance, anchor_of, rollback_of, rollback_refused
 from handoff_files.thread.history import find_generation
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.mirror import read_mirror, verify_mirror
@@ -98,12 +98,7 @@ def _anchored(restored: Restored, layout: ThreadDir, *, accept_rollback: bool, s
     if why is None and anchor is not None and (anchor.generation, anchor.seal) == (handoff.generation, seal):
         return restored  # anchored here already: nothing to move (the usual restore)
     if why is not None and not accept_rollback:
-        msg = (
-            f"{why}; restoring would roll the thread back unseen. If you rolled it back yourself, accept it: "
-            f"`handoff show {layout.path} --accept-rollback` (Python: restore(accept_rollback=True)) anchors it "
-            f"there, `handoff trust {layout.path} --reset` forgets the pin and the anchor"
-        )
-        raise RollbackError(layout.path, msg)
+        raise rollback_refused(layout.path, why)
     problems = [] if why is None else [f"a rollback, accepted: {why}"]
     try:  # the copy read is flushed first: a power loss never leaves the anchor ahead of the disk
         back = why is not None
