@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffValidationError
+from handoff_files.foundation.names import check_folder_path
 from handoff_files.langgraph import threads
 from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
 from handoff_files.langgraph.async_methods import AsyncMethods
@@ -100,10 +101,10 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         allowed_types: Iterable[type | tuple[str, str]] = (),
         layers: Mapping[str, str] | None = None,
         signing_key: KeyChoice = None,
-    ) -> None:
+    ) -> None:  # allowed_types: the (module, name) of every type the saver's typed values may construct
+        check_folder_path(root, "HandoffSaver")  # never a folder named s3:
         self.root = Path(root).absolute()
         extra = type_keys(allowed_types, str(self.root))
-        #: the (module, name) of every type the saver's typed values may construct
         self.allowed_types: frozenset[TypeKey] = SAFE_TYPES | extra
         # LangGraph's own allow-list mode too, so its reader refuses what the check here refuses
         strict = JsonPlusSerializer(allowed_msgpack_modules=tuple(extra) or None)

@@ -9,7 +9,7 @@ from typing import Final
 
 from handoff_files.foundation.commandline import suggest
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
-from handoff_files.foundation.names import check_folder_name, is_folder_name
+from handoff_files.foundation.names import check_folder_name, check_folder_path, is_folder_name
 from handoff_files.foundation.safe_paths import LINK_REASON, dir_under
 from handoff_files.thread.retention import is_thread
 
@@ -43,6 +43,7 @@ class Targets:
         if (thread is None) == (root is None):
             msg = "give the server one thread (--thread DIR) or a root of threads (--root DIR), not both or neither"
             raise HandoffValidationError(os.fspath(thread or root or "."), msg)
+        check_folder_path(thread or root or ".", "the MCP server (its --thread or --root)")
         if thread is not None:
             path = Path(os.path.abspath(thread))  # noqa: PTH100 -- no symlink resolved behind the user's back
             return cls(path, path.parent)

@@ -14,8 +14,14 @@ from handoff_files.foundation.errors import (
     InvalidNameError,
     StorageUnavailableError,
 )
+from handoff_files.mcp_server.targets import Targets
 from handoff_files.thread.anchor import thread_name
 from handoff_files.thread.objects import ObjectThread
+
+
+def _saver(root: str) -> object:
+    saver = pytest.importorskip("handoff_files.langgraph").HandoffSaver
+    return saver(root)
 
 
 @pytest.mark.parametrize(
@@ -26,8 +32,10 @@ from handoff_files.thread.objects import ObjectThread
         lambda: HandoffStore("s3:bucket/thread").save({"narrative": "x"}),
         lambda: HandoffStore(Path("s3://bucket/thread")).save({"narrative": "x"}),  # a Path folds the //
         lambda: LocalBlobStore("s3://bucket/blobs").put(b"x"),
+        lambda: Targets.of(thread=None, root="s3://bucket/agents"),  # handoff mcp --root
+        lambda: _saver("s3://bucket/graphs"),
     ],
-    ids=["inbox", "one-slash", "no-slash", "as-a-path", "blob-store"],
+    ids=["inbox", "one-slash", "no-slash", "as-a-path", "blob-store", "mcp-root", "langgraph-saver"],
 )
 def test_a_url_where_a_folder_is_taken_is_refused_never_made_a_folder(
     make: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
