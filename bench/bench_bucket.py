@@ -53,6 +53,12 @@ class Counting:
         self.received += len(stored.data)
         return stored
 
+    def read_changed(self, key: str, etag: str, *, limit: int) -> Stored | None:
+        self.calls["get"] += 1
+        stored = self.inner.read_changed(key, etag, limit=limit)
+        self.received += 0 if stored is None else len(stored.data)
+        return stored
+
     def create(self, key: str, data: bytes) -> str:
         self.calls["put"] += 1
         self.sent += len(data)

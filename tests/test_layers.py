@@ -53,6 +53,9 @@ EXCEPTIONS: Final[dict[tuple[str, str], str]] = {
         "lazy, in HandoffStore.__new__ for a URL only: `HandoffStore('s3://…')` makes the subclass that keeps a "
         "thread on object storage (as pathlib's Path makes a PosixPath), which stands on the store it extends"
     ),
+    ("handoff_files.watchers.watcher", "handoff_files.watchers.polling"): (
+        "lazy, in watch() for a URL only: a bucket thread's watch polls, and extends the folder's Watcher"
+    ),
 }
 
 

@@ -135,6 +135,26 @@ class BucketStorage:
             _failed(named, "read", exc)
         return Stored(data, _etag(got.meta.get("e_tag"), named))
 
+    def read_changed(self, key: str, etag: str, *, limit: int) -> Stored | None:
+        """See :meth:`~handoff_files.storage.seam.Storage.read_changed`: ``If-None-Match``, a 304 without a body."""
+        named = self._named(key)
+        try:
+            got = self._obs.get(self._store, key, options={"if_none_match": etag})
+            data = _body(got, named, limit)
+        except HandoffError:
+            raise
+        except FileNotFoundError:
+            raise HandoffNotFoundError(named, "no such object") from None
+        except self._obs.exceptions.NotModifiedError:
+            return None
+        except Exception as exc:
+            _failed(named, "read", exc)
+        except BaseException as exc:
+            if not _panicked(exc):
+                raise
+            _failed(named, "read", exc)
+        return Stored(data, _etag(got.meta.get("e_tag"), named))
+
     def create(self, key: str, data: bytes) -> str:
         """See :meth:`~handoff_files.storage.seam.Storage.create`."""
         named = self._named(key)

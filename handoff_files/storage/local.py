@@ -70,6 +70,11 @@ class LocalStorage:
             data = _read_at(folder, name, path, limit)
         return Stored(data, etag_of(data))
 
+    def read_changed(self, key: str, etag: str, *, limit: int) -> Stored | None:
+        """See :meth:`~handoff_files.storage.seam.Storage.read_changed` (a folder reads the file to tell)."""
+        stored = self.read(key, limit=limit)
+        return None if stored.etag == etag else stored
+
     def create(self, key: str, data: bytes) -> str:
         """See :meth:`~handoff_files.storage.seam.Storage.create`."""
         path = self._path(key)

@@ -6,6 +6,7 @@ writes offers, and nothing else, so that the layers above can run on either with
 (issue 23, Delta Lake's commit protocol applied to a thread):
 
 - :meth:`Storage.read`: the object's bytes and its *etag* (a tag that changes with every write);
+  :meth:`Storage.read_changed` the same only if it is no longer at a given etag (S3: a 304);
 - :meth:`Storage.create`: write the object only if it does not exist (S3: ``If-None-Match: *``);
   exactly one of several writers racing to create one key wins, the others get
   :class:`~handoff_files.foundation.errors.ObjectExistsError`. This is the commit point;
@@ -61,6 +62,14 @@ class Storage(Protocol):
         :raises HandoffNotFoundError: if there is none.
         :raises HandoffTooLargeError: if it is larger than *limit* bytes (told before its body is read).
         :raises HandoffError: if it cannot be read (a link, not a regular file, the store unreachable).
+        """
+        ...
+
+    def read_changed(self, key: str, etag: str, *, limit: int) -> Stored | None:
+        """The object at *key* if it is no longer at *etag*; None if it still is (S3: a ``GET`` with
+        ``If-None-Match``, answered 304 without the body). For a poller that reads only what changed.
+
+        :raises HandoffNotFoundError, HandoffTooLargeError, HandoffError: as :meth:`read`.
         """
         ...
 

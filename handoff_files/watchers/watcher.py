@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -75,12 +76,15 @@ class Watcher:
         # callbacks found while starting, run first on the watcher's thread (None once it runs)
         self._held: list[Callable[[], None]] | None = []
 
-    # -- public --------------------------------------------------------------------------------
-
     @property
     def path(self) -> Path:
-        """The thread directory watched."""
+        """The thread directory watched (a thread on object storage has none: :attr:`where`)."""
         return self._store.path
+
+    @property
+    def where(self) -> str:
+        """The thread watched, as a person names it: its folder's path, or its ``s3://`` URL."""
+        return self._store.where
 
     @property
     def current(self) -> Restored | None:
@@ -89,12 +93,9 @@ class Watcher:
             return self._current
 
     def wait_for(self, generation: int, timeout: float) -> Restored | None:
-        """Wait until :attr:`current` holds *generation* or a newer one.
+        """Wait at most *timeout* seconds until :attr:`current` holds *generation* or a newer one.
 
-        :param generation: the generation wanted.
-        :param timeout: seconds to wait at most.
-        :returns: :attr:`current` once its generation is at least *generation*; None on timeout
-            or once the watcher is stopped without it.
+        :returns: :attr:`current` then; None on timeout or once the watcher is stopped without it.
         """
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -108,11 +109,8 @@ class Watcher:
                 self._cond.wait(left)
 
     def stop(self) -> None:
-        """Stop watching and join the observer's and the watcher's threads; idempotent.
-
-        A callback running at the time finishes first; none runs after this returns. Called
-        from a callback, it returns at once and the watcher's thread ends after that callback.
-        """
+        """Stop watching and join the observer's and the watcher's threads; idempotent. A callback running
+        at the time finishes first, none runs after; called from a callback, it returns at once."""
         with self._cond:
             first = not self._stopping
             self._stopping = True
@@ -125,16 +123,14 @@ class Watcher:
     def __enter__(self) -> Watcher:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
     def __repr__(self) -> str:
         current = self.current
         held = "nothing yet" if current is None else f"generation {current.generation}"
         state = "stopped" if self._stopping else "running"
-        return f"<Watcher {os.fspath(self.path)!r}: {held}, {state}>"
+        return f"<Watcher {self.where!r}: {held}, {state}>"
 
     # -- start and stop ------------------------------------------------------------------------
 
@@ -195,7 +191,7 @@ class Watcher:
         try:
             self._refresh()
         except Exception:  # a bug must not end the watch silently: say so and keep watching
-            logger.exception("handoff watcher for %s: re-read failed; still watching", self.path)
+            logger.exception("handoff watcher for %s: re-read failed; still watching", self.where)
 
     def _refresh(self) -> None:
         """Re-read the primary, verify it, and deliver it if it is new."""
@@ -332,7 +328,7 @@ class Watcher:
             callback(argument)
         except Exception:
             # a callback's failure is the caller's bug, not a handoff problem: log it, keep watching
-            logger.exception("handoff watcher for %s: callback %r raised; still watching", self.path, callback)
+            logger.exception("handoff watcher for %s: callback %r raised; still watching", self.where, callback)
 
 
 def watch(
@@ -363,7 +359,9 @@ def watch(
     is logged (logger ``handoff_files.watchers.watcher``) and the watch goes on; without ``on_error``,
     failures are logged as warnings.
 
-    :param thread_dir: the thread directory (it must exist; the primary need not).
+    :param thread_dir: the thread directory (it must exist; the primary need not), or a thread's
+        ``s3://`` URL: then ``handoff.json`` is polled every *rescan* seconds with a conditional
+        ``GET`` (:mod:`~handoff_files.watchers.polling`), and each change is delivered from a restore.
     :param on_change: called with each newly delivered :class:`Restored`.
     :param on_error: called with each distinct :class:`HandoffError` met on a re-read.
     :param debounce: seconds of quiet after the last event before re-reading (at least 0).
@@ -374,10 +372,17 @@ def watch(
         directory's name is not a valid id.
     :raises HandoffError: if the directory cannot be watched or read.
     """
-    path = Path(thread_dir).absolute()
+    url = isinstance(thread_dir, str) and "://" in thread_dir
+    path = thread_dir if url else Path(thread_dir).absolute()  # a URL is never made a path
     if not debounce >= 0 or not rescan > 0:  # `not >=`: NaN is refused too
         msg = f"debounce must be 0 or more and rescan more than 0 seconds, not {debounce!r} and {rescan!r}"
         raise HandoffValidationError(path, msg)
+    if url:  # a bucket sends no events: poll handoff.json every `rescan` seconds with conditional GETs
+        from handoff_files.watchers.polling import BucketWatcher  # noqa: PLC0415 -- a bucket's watch only
+
+        polling = BucketWatcher(HandoffStore(path), on_change, on_error, rescan)
+        polling._start()
+        return polling
     store = HandoffStore(path)
     if not store.path.is_dir():
         msg = "no such thread directory to watch; create it first (HandoffStore(path).init() or a first save)"
@@ -389,7 +394,6 @@ def watch(
 
 def _pinned(folder: Path) -> bool:
     """Whether *folder* is pinned to signed generations (a record that cannot be read: the restore says so)."""
-    try:
+    with contextlib.suppress(HandoffError):
         return pin_of(folder) is not None
-    except HandoffError:
-        return False
+    return False

@@ -167,3 +167,13 @@ def test_text_given_as_data_is_refused_on_both(storage: Storage, tmp_path_factor
     with pytest.raises(HandoffError, match="must be bytes, not str"):
         storage.create("a.json", str(secret))  # type: ignore[arg-type]
     assert storage.list() == []
+
+
+def test_read_changed_gives_nothing_while_the_object_is_at_the_etag_and_the_new_bytes_after(storage: Storage) -> None:
+    first = storage.create("handoff.json", b"one")
+    assert storage.read_changed("handoff.json", first, limit=1024) is None  # on a bucket: a 304, no body
+    second = storage.replace("handoff.json", b"two", first)
+    changed = storage.read_changed("handoff.json", first, limit=1024)
+    assert changed is not None
+    assert (changed.data, changed.etag) == (b"two", second)
+    assert storage.read_changed("handoff.json", second, limit=1024) is None
