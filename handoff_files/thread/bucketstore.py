@@ -250,12 +250,18 @@ class BucketThreadStore(HandoffStore):
     def _save(self, content: Handoff | HandoffContent | Mapping[str, Any], *, after: int | None) -> SaveReceipt:
         self._objects.signing_key = self._keys.key()
         made = self._objects.save(content, after=after)
+        name = self.where.rstrip("/").rsplit("/", 1)[-1]
+        derived = made.generation == 1 and made.thread_id == self._objects.name_id != name
+        note = (
+            f"the URL's last part {name[:80]!r} is not a valid id, so the thread id was made from it: "
+            f"{made.thread_id!r} (give thread_id / --thread-id to choose it)"
+        )
         receipt = SaveReceipt(
             made.generation,
             made.checksum,
             Path(_key_of(made.where, self.where)),
             made.created_at,
-            problems=made.problems,
+            problems=(*made.problems, note) if derived else made.problems,
             signed_by=made.signed_by,
             url=made.where,
         )

@@ -80,3 +80,10 @@ def test_one_url_on_two_stores_is_two_threads_to_the_pin_and_the_anchor(monkeypa
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2222")
     assert thread_name("s3://bucket/thread") != first
     assert first == "s3://bucket/thread at http://127.0.0.1:1111"
+
+
+def test_a_thread_id_made_from_the_urls_last_part_is_said(bucket_url: str) -> None:
+    receipt = HandoffStore(bucket_url.rsplit("/", 1)[0] + "/_lead").save({"narrative": "one"})
+    assert any("'_lead' is not a valid id, so the thread id was made from it: 'lead'" in p for p in receipt.problems)
+    plain = HandoffStore(bucket_url).save({"narrative": "one"})
+    assert plain.problems == ()
