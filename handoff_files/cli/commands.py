@@ -342,12 +342,17 @@ def cmd_log(args: argparse.Namespace) -> str:
     from handoff_files.thread.history import recent  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.locate import thread_of  # noqa: PLC0415 -- imported per command: start-up cost
 
-    journal = thread_of(args.dir).journal
-    entries, problems = journal.entries()
-    if args.follow:
-        from handoff_files.cli.commands_history import follow  # noqa: PLC0415 -- only --follow loops
+    store = thread_of(args.dir)
+    if store.where.startswith("s3://"):  # a bucket journals events as objects, and saves only in history/
+        if args.follow:
+            raise HandoffError(store.where, "--follow reads a folder's journal as it grows; on a bucket, watch() it")
+        entries, problems = store.timeline()  # type: ignore[attr-defined]  # a BucketThreadStore's
+    else:
+        entries, problems = store.journal.entries()
+        if args.follow:
+            from handoff_files.cli.commands_history import follow  # noqa: PLC0415 -- only --follow loops
 
-        return follow(args, journal, entries, problems)
+            return follow(args, store.journal, entries, problems)
     shown = recent(entries, since=args.since, last=args.lines)
     if args.json:
         return to_json({"entries": [e.brief() for e in shown], "problems": problems})

@@ -20,9 +20,10 @@ from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffNotFoundError, HandoffValidationError, WrongCodeError
 from handoff_files.storage import Storage
 from handoff_files.thread.ackcode import code_for, normalized
-from handoff_files.thread.results import Acknowledgement, Restored
+from handoff_files.thread.journal import Entry
+from handoff_files.thread.results import Acknowledgement, HistoryEntry, Restored
 
-__all__ = ["JOURNAL", "MAX_EVENT", "acknowledge", "events", "record"]
+__all__ = ["JOURNAL", "MAX_EVENT", "acknowledge", "events", "record", "timeline"]
 
 JOURNAL: Final = "journal/"
 #: the largest event object written or read
@@ -54,6 +55,53 @@ def events(storage: Storage) -> list[dict[str, Any]]:
         if isinstance(event, dict):
             found.append(event)
     return found
+
+
+def timeline(storage: Storage, saved: list[HistoryEntry]) -> tuple[list[Entry], list[str]]:
+    """The thread's story as a folder's journal tells it: a "saved" line per generation in *saved* (from
+    ``history/``: a bucket journals no saves), and each event object, in time order; what could not be read.
+
+    An event object is input from the bucket: one whose fields are not of the kinds the library writes
+    is named in the problems, not shown.
+    """
+    lines: list[Entry] = []
+    problems: list[str] = []
+    for entry in saved:
+        if entry.generation is None or entry.created_at is None:
+            problems.append(f"{entry.where}: {entry.problem or 'not a generation'}")
+            continue
+        summary = f"saved generation {entry.generation}" + (f" ({entry.problem})" if entry.problem else "")
+        lines.append(Entry("saved", iso_z(entry.created_at), entry.generation, entry.checksum, summary, {}))
+    for key in storage.list(JOURNAL):
+        try:
+            event = orjson.loads(storage.read(key, limit=MAX_EVENT).data)
+        except HandoffNotFoundError:
+            continue
+        except (HandoffValidationError, orjson.JSONDecodeError) as exc:
+            problems.append(f"{storage.where}/{key}: not an event ({exc})")
+            continue
+        line = _entry(event)
+        if line is None:
+            problems.append(f"{storage.where}/{key}: not an event the library writes")
+        else:
+            lines.append(line)
+    lines.sort(key=lambda line: line.at)
+    return lines, problems
+
+
+def _entry(event: object) -> Entry | None:
+    """*event* as a journal entry, if its fields are of the kinds the library writes."""
+    if not isinstance(event, dict):
+        return None
+    name, at, generation, seal, summary = (event.get(k) for k in ("event", "at", "generation", "seal", "summary"))
+    if not (isinstance(name, str) and isinstance(at, str) and isinstance(summary, str)):
+        return None
+    if not (generation is None or (isinstance(generation, int) and not isinstance(generation, bool))):
+        return None
+    if not (seal is None or isinstance(seal, str)):
+        return None
+    extra = {k: v for k, v in event.items() if k not in {"event", "at", "generation", "seal", "summary"}}
+    return Entry(name, at, generation, seal, summary, extra)
 
 
 def acknowledge(storage: Storage, restored: Restored, code: str | None) -> Acknowledgement:

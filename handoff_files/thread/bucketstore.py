@@ -48,7 +48,7 @@ from handoff_files.thread.store import HandoffStore
 if TYPE_CHECKING:
     from handoff_files.foundation.lock import OnLockWait
     from handoff_files.signing.keys import SigningKey
-    from handoff_files.thread.journal import Journal
+    from handoff_files.thread.journal import Entry, Journal
     from handoff_files.thread.kind import Kind
     from handoff_files.thread.layout import ThreadDir, ThreadFolder
     from handoff_files.thread.results import MigrationReport
@@ -351,6 +351,11 @@ class BucketThreadStore(HandoffStore):
     def events(self) -> list[dict[str, Any]]:
         """The journal's events, oldest first (each object read, bounded; one that does not parse is skipped)."""
         return bucketjournal.events(self._objects.storage)
+
+    def timeline(self) -> tuple[list[Entry], list[str]]:
+        """The thread's story, as ``handoff log`` shows a folder's journal: each generation ``history/`` holds
+        as a "saved" line, and each event, in time order; and what could not be read."""
+        return bucketjournal.timeline(self._objects.storage, self.history())
 
     def note(self, event: str, summary: str, **fields: Any) -> None:
         """Write an event of the caller's (one the library's own events use is refused)."""

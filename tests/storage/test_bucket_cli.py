@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from handoff_files.storage import BucketStorage
 from tests.storage.conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_save_show_history_brief_acknowledge_on_a_bucket(bucket_url: str) -> Non
 
 
 @pytest.mark.parametrize(
-    "command", [["log"], ["doctor"], ["seal"], ["show", "--generation", "9"], ["validate"], ["edit"]]
+    "command", [["log", "--follow"], ["doctor"], ["seal"], ["show", "--generation", "9"], ["validate"], ["edit"]]
 )
 def test_what_a_bucket_thread_cannot_do_says_so_in_one_line(bucket_url: str, command: list[str]) -> None:
     assert _handoff("save", bucket_url, "-", "--thread-id", "importer-fix", stdin=CONTENT).returncode == 0
@@ -124,3 +125,19 @@ def test_the_hooks_refuse_a_bucket_thread_and_write_nothing(tmp_path: Path) -> N
     hook = _handoff("hook", "claude-code", "--thread", "s3://bucket/team/t1", stdin=event)
     assert hook.returncode == 1
     assert "a URL, not a folder" in hook.stderr
+
+
+def test_log_tells_a_bucket_threads_story_and_names_a_planted_event(bucket_url: str) -> None:
+    assert _handoff("save", bucket_url, "-", "--thread-id", "importer-fix", stdin=CONTENT).returncode == 0
+    assert _handoff("save", bucket_url, stdin=CONTENT).returncode == 0
+    code = re.search(r"the code ([A-Z0-9]{4}-[A-Z0-9]{4})", _handoff("brief", bucket_url).stdout)
+    assert code is not None
+    assert _handoff("acknowledge", bucket_url, code.group(1)).returncode == 0
+    BucketStorage(bucket_url).create("journal/00000000000000000001-planted.json", b'{"event": 7}')
+    log = _handoff("log", bucket_url, "--json")
+    assert log.returncode == 0, log.stderr
+    told = json.loads(log.stdout)
+    assert [(e["event"], e["generation"]) for e in told["entries"]] == [("saved", 1), ("saved", 2), ("resumed", 2)]
+    assert told["entries"][2]["code"] == "right"
+    assert any("planted.json: not an event the library writes" in p for p in told["problems"])
+    assert re.search(r"saved +gen 2", _handoff("log", bucket_url).stdout)
