@@ -28,7 +28,7 @@ def register(add: Add) -> None:
         "check a thread whole: every generation's seal and signature and who signed it, the chain from each "
         "generation to the one before, generations missing between kept ones; exit 1 if anything is wrong",
     )
-    p.add_argument("path", metavar="THREAD", type=_folder, help="the thread directory")
+    p.add_argument("path", metavar="THREAD", type=_folder, help="the thread directory, or its s3:// URL")
     p.add_argument(
         "--require-signed",
         action="store_true",
@@ -38,9 +38,14 @@ def register(add: Add) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> str:
     """``handoff verify THREAD [--require-signed]``: one line per generation file, then what is wrong across them."""
-    from handoff_files.thread.verify import verify_thread  # noqa: PLC0415 -- imported per command: start-up cost
+    if isinstance(args.path, str):  # a bucket thread's URL
+        from handoff_files.thread.bucketverify import verify_bucket  # noqa: PLC0415 -- a bucket's only
 
-    checked = verify_thread(args.path, require_signed=args.require_signed)
+        checked = verify_bucket(args.path, require_signed=args.require_signed)
+    else:
+        from handoff_files.thread.verify import verify_thread  # noqa: PLC0415 -- imported per command: start-up cost
+
+        checked = verify_thread(args.path, require_signed=args.require_signed)
     args.failed = not checked.ok
     if args.json:
         from handoff_files.cli.machine import to_json  # noqa: PLC0415 -- only --json needs it: start-up cost
@@ -54,10 +59,17 @@ def _record(checked: ThreadCheck) -> dict[str, Any]:
         "thread": checked.thread,
         "ok": checked.ok,
         "pinned": checked.pinned,
-        "generations": [dataclasses.asdict(entry) for entry in checked.generations],
+        "generations": [_located(checked, dataclasses.asdict(entry)) for entry in checked.generations],
         "problems": list(checked.problems),
         "retention": checked.retention,
     }
+
+
+def _located(checked: ThreadCheck, entry: dict[str, Any]) -> dict[str, Any]:
+    """A generation's record: on a bucket, ``path`` is the object's URL (the entry keeps its key)."""
+    if isinstance(checked.thread, str):
+        entry["path"] = f"{checked.thread}/{entry['path']}"
+    return entry
 
 
 def _text(checked: ThreadCheck) -> str:
@@ -93,10 +105,6 @@ def _signer(entry: CheckedGeneration) -> str:
     return f"NOT TRUSTED: {entry.signature.distrust}"
 
 
-def _folder(text: str) -> Path:
-    """THREAD, a folder: a URL is refused at once, never read as a folder named ``s3:``."""
-    if "://" in text:
-        scheme = text.partition("://")[0][:20]
-        msg = f"{scheme}:// is not a folder: verify reads a thread folder's files (not yet a bucket's)"
-        raise argparse.ArgumentTypeError(msg)
-    return Path(text)
+def _folder(text: str) -> Path | str:
+    """THREAD: a folder, or an ``s3://`` URL kept as it is (a path would fold its ``//``)."""
+    return text if "://" in text else Path(text)

@@ -48,6 +48,7 @@ from handoff_files.thread.store import HandoffStore
 if TYPE_CHECKING:
     from handoff_files.foundation.lock import OnLockWait
     from handoff_files.signing.keys import SigningKey
+    from handoff_files.storage import Storage
     from handoff_files.thread.journal import Entry, Journal
     from handoff_files.thread.kind import Kind
     from handoff_files.thread.layout import ThreadDir, ThreadFolder
@@ -109,6 +110,15 @@ class BucketThreadStore(HandoffStore):
     def where(self) -> str:
         """The thread as a person names it: ``s3://bucket/prefix``."""
         return self._objects.storage.where
+
+    @property
+    def storage(self) -> Storage:
+        """The seam the thread stands on (its bucket prefix)."""
+        return self._objects.storage
+
+    def generations(self) -> list[int]:
+        """The generation numbers ``history/`` holds, newest first."""
+        return self._objects.generations()
 
     def __repr__(self) -> str:
         return f"HandoffStore({self.where!r})"

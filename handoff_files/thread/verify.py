@@ -51,7 +51,7 @@ class CheckedGeneration:
 class ThreadCheck:
     """The whole thread: each generation file, newest first, and what is wrong across them."""
 
-    thread: Path
+    thread: Path | str  # a folder, or a bucket thread's URL
     pinned: str | None  # when the thread was pinned to signed generations, or None
     generations: tuple[CheckedGeneration, ...]
     problems: tuple[str, ...] = field(default=())
@@ -105,7 +105,7 @@ def verify_thread(
     if held is not None or require_signed:
         problems += _untrusted(entries)
     if held is not None:
-        problems += _rolled_back(layout, good, entries)
+        problems += _rolled_back(layout.path, good, entries)
     problems += _mirror(layout, checker, strict=held is not None or require_signed)
     strict = held is not None or require_signed
     retention, lost = _retention(layout, good, listed, own, checker, strict=strict, newest=vouched)
@@ -202,10 +202,12 @@ def _untrusted(entries: list[CheckedGeneration]) -> list[str]:
     return problems
 
 
-def _rolled_back(layout: ThreadDir, good: dict[int, Handoff], entries: list[CheckedGeneration]) -> list[str]:
-    """On a pinned thread: the newest trusted generation checked against the rollback anchor, as restore checks it."""
+def _rolled_back(
+    thread: str | os.PathLike[str], good: dict[int, Handoff], entries: list[CheckedGeneration]
+) -> list[str]:
+    """On a pinned thread (a folder or a URL): the newest trusted generation against the rollback anchor."""
     try:
-        anchor = anchor_of(layout.path)
+        anchor = anchor_of(thread)
     except HandoffError as exc:
         return [f"the rollback anchor cannot be read: {exc}"]
     trusted = [e.generation for e in entries if e.problem is None and e.signature is not None and e.signature.trusted]

@@ -59,7 +59,7 @@ class BucketWatcher(Watcher):
 
     def _storage(self) -> Storage:
         """The store's own seam (a bucket's storage), which the poll reads through."""
-        return self._store._objects.storage  # type: ignore[attr-defined, no-any-return]
+        return self._store.storage  # type: ignore[attr-defined, no-any-return]  # a BucketThreadStore's
 
     def _refresh(self) -> None:
         """One poll: a conditional ``GET`` of the hint; on a change (or every few polls) a restore."""

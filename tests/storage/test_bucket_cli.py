@@ -108,10 +108,19 @@ def _run_with(extra: dict[str, str], *argv: str, stdin: str | None = None) -> su
     )
 
 
-def test_verify_refuses_a_url_as_a_usage_error_never_a_folder(bucket_url: str) -> None:
-    done = _handoff("verify", bucket_url)
-    assert done.returncode == 2
-    assert "s3:// is not a folder" in done.stderr
+def test_verify_walks_a_bucket_thread_and_names_a_damaged_generation(bucket_url: str) -> None:
+    for _ in range(3):
+        assert _handoff("save", bucket_url, "-", "--thread-id", "importer-fix", stdin=CONTENT).returncode == 0
+    clean = _handoff("verify", bucket_url, "--json")
+    assert clean.returncode == 0, clean.stderr
+    told = json.loads(clean.stdout)
+    assert told["ok"] is True
+    assert told["generations"][0]["path"] == f"{bucket_url}/history/00000003.json"
+    BucketStorage(bucket_url).create("history/00000004.json", b'{"not": "a handoff"}')
+    damaged = _handoff("verify", bucket_url)
+    assert damaged.returncode == 1
+    assert "   4  history/00000004.json  BAD:" in damaged.stdout
+    assert _handoff("verify", bucket_url + "-typo").returncode == 1
 
 
 def test_the_hooks_refuse_a_bucket_thread_and_write_nothing(tmp_path: Path) -> None:
