@@ -97,16 +97,19 @@ class BucketStorage:
                 msg = f"AWS_ENDPOINT_URL must be a URL such as http://127.0.0.1:8333, not {endpoint[:80]!r}"
                 raise HandoffError(self._url, msg)
             allow_http = os.environ.get("AWS_ALLOW_HTTP", "").strip().lower() in {"true", "1", "yes"}
-            store = S3Store(
-                self.bucket,
-                prefix=self.prefix or None,
-                client_options={
-                    "timeout": TIMEOUT,
-                    "connect_timeout": dt.timedelta(seconds=5),
-                    "allow_http": allow_http,
-                },
-                retry_config={"max_retries": 3, "retry_timeout": RETRY_FOR},
-            )
+            try:  # the client refuses some settings at once (one credential of two): said as a setting to change
+                store = S3Store(
+                    self.bucket,
+                    prefix=self.prefix or None,
+                    client_options={
+                        "timeout": TIMEOUT,
+                        "connect_timeout": dt.timedelta(seconds=5),
+                        "allow_http": allow_http,
+                    },
+                    retry_config={"max_retries": 3, "retry_timeout": RETRY_FOR},
+                )
+            except Exception as exc:  # obstore's errors share no base but Exception
+                _failed(self._url, "open", exc)
         self._store = store
 
     def __repr__(self) -> str:
@@ -282,6 +285,8 @@ _SETTINGS: Final = (
         "environment, so the client asked the instance metadata service",
     ),
     ("AccessDenied", "access denied (AccessDenied): these credentials may not do this in this bucket"),
+    ("Missing AccessKeyId", "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not: set both, or neither"),
+    ("MissingSecretAccessKey", "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: set both, or neither"),
     ("InvalidAccessKeyId", "the access key is not known to the store (InvalidAccessKeyId): check AWS_ACCESS_KEY_ID"),
     ("SignatureDoesNotMatch", "the secret key does not match (SignatureDoesNotMatch): check AWS_SECRET_ACCESS_KEY"),
 )

@@ -10,6 +10,7 @@ from typing import Any
 from handoff_files.format.loader import load
 from handoff_files.foundation.atomic import Stamp
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, UntrustedSignerError
+from handoff_files.foundation.names import check_folder_path
 from handoff_files.thread.history import find_generation, load_generation
 from handoff_files.thread.kind import file_sealing_advice
 from handoff_files.thread.layout import HISTORY_DIR, MIRROR_NAME, PRIMARY_NAMES, ThreadDir
@@ -31,6 +32,7 @@ def thread_of(path: str | os.PathLike[str], **options: Any) -> HandoffStore:
     """
     if _is_url(path):
         return HandoffStore(path, **options)
+    check_folder_path(path, "a thread folder")
     target = Path(path)
     if target.is_dir():
         return HandoffStore(target, **options)
@@ -75,6 +77,7 @@ def open_handoff(
         assert isinstance(store, BucketThreadStore)  # noqa: S101 -- what HandoffStore makes of a URL
         restored = store.generation(generation)
         return _required(restored, require_signed or store.pinned())
+    check_folder_path(path, "a thread folder")
     target = Path(path)
     if generation is not None:
         layout = thread_of(target).layout

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Final
 
 from handoff_files.format.codec import MAX_FILE_BYTES
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, NoHandoffError
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, NoHandoffError, StorageUnavailableError
 from handoff_files.storage import Storage, Stored
 from handoff_files.thread.results import Restored
 from handoff_files.thread.store import HandoffStore
@@ -42,6 +42,7 @@ class BucketWatcher(Watcher):
         super().__init__(store, on_change, on_error, 0.0, rescan)
         self._etag: str | None = None
         self._polls = 0
+        self._down = False  # an outage is reported once (each failed request's message differs: its timing)
 
     def _start(self) -> None:
         try:  # the hint's etag first, then the restore: a save landing in between changes it, and is read again
@@ -73,9 +74,15 @@ class BucketWatcher(Watcher):
                 changed = storage.read_changed(_HINT, self._etag, limit=MAX_FILE_BYTES)
         except HandoffNotFoundError:
             changed = None  # nothing saved yet, or the copy is behind: the full restore below finds a commit
+        except StorageUnavailableError as exc:
+            if not self._down:
+                self._down = True
+                self._report(exc)
+            return
         except HandoffError as exc:
             self._report(exc)
             return
+        self._down = False
         if changed is None and self._polls % FULL_EVERY:
             return
         if changed is not None:

@@ -20,6 +20,7 @@ from handoff_files.foundation.errors import (
     NoHandoffError,
     UnsealedEditError,
 )
+from handoff_files.foundation.names import check_folder_path
 from handoff_files.thread.layout import PRIMARY_NAMES
 from handoff_files.thread.mirror import primary_stamp
 from handoff_files.thread.pins import pin_of
@@ -93,10 +94,8 @@ class Watcher:
             return self._current
 
     def wait_for(self, generation: int, timeout: float) -> Restored | None:
-        """Wait at most *timeout* seconds until :attr:`current` holds *generation* or a newer one.
-
-        :returns: :attr:`current` then; None on timeout or once the watcher is stopped without it.
-        """
+        """Wait at most *timeout* seconds until :attr:`current` holds *generation* or a newer one: then it;
+        None on timeout or once the watcher is stopped without it."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
@@ -372,7 +371,8 @@ def watch(
         directory's name is not a valid id.
     :raises HandoffError: if the directory cannot be watched or read.
     """
-    url = isinstance(thread_dir, str) and "://" in thread_dir
+    if not (url := isinstance(thread_dir, str) and "://" in thread_dir):
+        check_folder_path(thread_dir, "a thread folder")
     path = thread_dir if url else Path(thread_dir).absolute()  # a URL is never made a path
     if not debounce >= 0 or not rescan > 0:  # `not >=`: NaN is refused too
         msg = f"debounce must be 0 or more and rescan more than 0 seconds, not {debounce!r} and {rescan!r}"

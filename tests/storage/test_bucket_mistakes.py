@@ -87,3 +87,21 @@ def test_a_thread_id_made_from_the_urls_last_part_is_said(bucket_url: str) -> No
     assert any("'_lead' is not a valid id, so the thread id was made from it: 'lead'" in p for p in receipt.problems)
     plain = HandoffStore(bucket_url).save({"narrative": "one"})
     assert plain.problems == ()
+
+
+def test_one_credential_of_two_is_named_in_one_line(aws_env: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    with pytest.raises(HandoffError, match="AWS_ACCESS_KEY_ID is not: set both, or neither"):
+        HandoffStore("s3://bucket/thread")
+
+
+@pytest.mark.parametrize("typo", ["s3:/bucket/thread", "s3:bucket/thread"])
+def test_show_and_watch_name_a_mistyped_url(typo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from handoff_files import watch
+    from handoff_files.thread.locate import open_handoff
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidNameError, match="mistyped URL"):
+        open_handoff(typo)
+    with pytest.raises(InvalidNameError, match="mistyped URL"):
+        watch(typo, on_change=lambda _: None)

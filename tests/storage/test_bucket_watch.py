@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
+import pytest
+
+from bench.seaweed import SeaweedServer
 from handoff_files import HandoffStore, Restored, watch
+from handoff_files.foundation.errors import HandoffError, StorageUnavailableError
 from handoff_files.storage import BucketStorage
 from handoff_files.thread.objects import ObjectThread
 
@@ -50,3 +56,24 @@ def test_a_commit_whose_copies_never_followed_is_caught_by_the_full_restore(buck
         assert found is not None
         assert found.handoff.narrative == "two"
     assert raw.read("handoff.json", limit=1 << 20).etag == hint  # the hint never moved: the restore found it
+
+
+def test_an_outage_is_reported_once_however_many_polls_meet_it(tmp_path: Path) -> None:
+    """Each failed request's message carries its timing: the watch must still say the outage once."""
+    server = SeaweedServer(tmp_path / "seaweedfs")
+    server.start()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in server.environment().items():
+                patch.setenv(name, value)
+            url = f"s3://{server.make_bucket()}/team/watched"
+            HandoffStore(url, thread_id="watched").save({"narrative": "one"})
+            errors: list[HandoffError] = []
+            with watch(url, on_change=lambda _: None, on_error=errors.append, rescan=0.05) as watcher:
+                server.stop(kill=True)
+                time.sleep(3)
+                assert watcher.current is not None
+            assert len(errors) == 1
+            assert isinstance(errors[0], StorageUnavailableError)
+    finally:
+        server.stop()
