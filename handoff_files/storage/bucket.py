@@ -19,9 +19,11 @@ conditional ``PUT`` (S3 since 2024 for ``If-None-Match``, and ``If-Match``; Seaw
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -97,7 +99,7 @@ class BucketStorage:
                 msg = f"AWS_ENDPOINT_URL must be a URL such as http://127.0.0.1:8333, not {endpoint[:80]!r}"
                 raise HandoffError(self._url, msg)
             allow_http = os.environ.get("AWS_ALLOW_HTTP", "").strip().lower() in {"true", "1", "yes"}
-            try:  # the client refuses some settings at once (one credential of two): said as a setting to change
+            with _request(self._url, "open"):  # the client refuses some settings at once (one credential of two)
                 store = S3Store(
                     self.bucket,
                     prefix=self.prefix or None,
@@ -108,8 +110,6 @@ class BucketStorage:
                     },
                     retry_config={"max_retries": 3, "retry_timeout": RETRY_FOR},
                 )
-            except Exception as exc:  # obstore's errors share no base but Exception
-                _failed(self._url, "open", exc)
         self._store = store
 
     def __repr__(self) -> str:
@@ -122,57 +122,37 @@ class BucketStorage:
 
     def read(self, key: str, *, limit: int) -> Stored:
         """See :meth:`~handoff_files.storage.seam.Storage.read`."""
-        named = self._named(key)
-        try:
-            got = self._obs.get(self._store, key)
-            data = _body(got, named, limit)
-        except HandoffError:
-            raise
-        except FileNotFoundError:
-            raise HandoffNotFoundError(named, "no such object") from None
-        except Exception as exc:  # obstore's errors share no base but Exception
-            _failed(named, "read", exc)
-        except BaseException as exc:
-            if not _panicked(exc):
-                raise
-            _failed(named, "read", exc)
-        return Stored(data, _etag(got.meta.get("e_tag"), named))
+        stored = self._get(key, limit, None)
+        assert stored is not None  # noqa: S101 -- only a conditional GET answers "not modified"
+        return stored
 
     def read_changed(self, key: str, etag: str, *, limit: int) -> Stored | None:
         """See :meth:`~handoff_files.storage.seam.Storage.read_changed`: ``If-None-Match``, a 304 without a body."""
+        return self._get(key, limit, etag)
+
+    def _get(self, key: str, limit: int, unless: str | None) -> Stored | None:
+        """One ``GET`` of *key* (with ``If-None-Match: unless`` when given: None for a 304)."""
         named = self._named(key)
-        try:
-            got = self._obs.get(self._store, key, options={"if_none_match": etag})
-            data = _body(got, named, limit)
-        except HandoffError:
-            raise
-        except FileNotFoundError:
-            raise HandoffNotFoundError(named, "no such object") from None
-        except self._obs.exceptions.NotModifiedError:
-            return None
-        except Exception as exc:
-            _failed(named, "read", exc)
-        except BaseException as exc:
-            if not _panicked(exc):
-                raise
-            _failed(named, "read", exc)
+        with _request(named, "read"):
+            try:
+                options = {} if unless is None else {"options": {"if_none_match": unless}}
+                got = self._obs.get(self._store, key, **options)
+                data = _body(got, named, limit)
+            except FileNotFoundError:
+                raise HandoffNotFoundError(named, "no such object") from None
+            except self._obs.exceptions.NotModifiedError:
+                return None
         return Stored(data, _etag(got.meta.get("e_tag"), named))
 
     def create(self, key: str, data: bytes) -> str:
         """See :meth:`~handoff_files.storage.seam.Storage.create`."""
         named = self._named(key)
         data = check_data(data, named)
-        exceptions = self._obs.exceptions
-        try:
-            put = self._obs.put(self._store, key, data, mode="create")
-        except exceptions.AlreadyExistsError:
-            raise ObjectExistsError(named, "already exists: another writer created it first") from None
-        except Exception as exc:
-            _failed(named, "create", exc)
-        except BaseException as exc:
-            if not _panicked(exc):
-                raise
-            _failed(named, "create", exc)
+        with _request(named, "create"):
+            try:
+                put = self._obs.put(self._store, key, data, mode="create")
+            except self._obs.exceptions.AlreadyExistsError:
+                raise ObjectExistsError(named, "already exists: another writer created it first") from None
         return _etag(put.get("e_tag"), named)
 
     def replace(self, key: str, data: bytes, etag: str) -> str:
@@ -180,18 +160,13 @@ class BucketStorage:
         named = self._named(key)
         data = check_data(data, named)
         exceptions = self._obs.exceptions
-        try:
-            put = self._obs.put(self._store, key, data, mode={"e_tag": etag})
-        except (exceptions.PreconditionError, exceptions.AlreadyExistsError):
-            raise ObjectChangedError(named, f"changed since it was read (it was at {etag})") from None
-        except FileNotFoundError:
-            raise ObjectChangedError(named, f"is gone: it was at {etag} when read") from None
-        except Exception as exc:
-            _failed(named, "replace", exc)
-        except BaseException as exc:
-            if not _panicked(exc):
-                raise
-            _failed(named, "replace", exc)
+        with _request(named, "replace"):
+            try:
+                put = self._obs.put(self._store, key, data, mode={"e_tag": etag})
+            except (exceptions.PreconditionError, exceptions.AlreadyExistsError):
+                raise ObjectChangedError(named, f"changed since it was read (it was at {etag})") from None
+            except FileNotFoundError:
+                raise ObjectChangedError(named, f"is gone: it was at {etag} when read") from None
         return _etag(put.get("e_tag"), named)
 
     def list(self, prefix: str = "") -> list[str]:
@@ -199,32 +174,16 @@ class BucketStorage:
         start = prefix.rpartition("/")[0]
         if start:
             check_key(start, self._url)
-        try:
+        with _request(self._url, "list"):
             pages = self._obs.list(self._store, prefix=start or None, chunk_size=1000)
             keys = (str(meta["path"]) for page in pages for meta in page)
             return under(_valid(keys), prefix)
-        except HandoffError:
-            raise
-        except Exception as exc:
-            _failed(self._url, "list", exc)
-        except BaseException as exc:
-            if not _panicked(exc):
-                raise
-            _failed(self._url, "list", exc)
 
     def remove(self, key: str) -> None:
         """See :meth:`~handoff_files.storage.seam.Storage.remove`."""
         named = self._named(key)
-        try:
+        with _request(named, "remove"), contextlib.suppress(FileNotFoundError):
             self._obs.delete(self._store, key)
-        except FileNotFoundError:
-            return
-        except Exception as exc:
-            _failed(named, "remove", exc)
-        except BaseException as exc:
-            if not _panicked(exc):
-                raise
-            _failed(named, "remove", exc)
 
     def _named(self, key: str) -> str:
         return f"{self._url}/{check_key(key, self._url)}"
@@ -290,6 +249,22 @@ _SETTINGS: Final = (
     ("InvalidAccessKeyId", "the access key is not known to the store (InvalidAccessKeyId): check AWS_ACCESS_KEY_ID"),
     ("SignatureDoesNotMatch", "the secret key does not match (SignatureDoesNotMatch): check AWS_SECRET_ACCESS_KEY"),
 )
+
+
+@contextlib.contextmanager
+def _request(named: str, what: str) -> Iterator[None]:
+    """Around one request: a HandoffError passes; any other failure of the client (obstore's errors, a panic
+    of its Rust side) is told as :func:`_failed` tells it, naming *named*; KeyboardInterrupt and the like pass."""
+    try:
+        yield
+    except HandoffError:
+        raise
+    except Exception as exc:  # obstore's errors share no base but Exception
+        _failed(named, what, exc)
+    except BaseException as exc:
+        if not _panicked(exc):
+            raise
+        _failed(named, what, exc)
 
 
 def _panicked(exc: BaseException) -> bool:
