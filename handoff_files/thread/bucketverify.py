@@ -16,9 +16,8 @@ from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
 from handoff_files.thread.bucketstore import BucketThreadStore
-from handoff_files.thread.pins import pin_of
 from handoff_files.thread.signatures import SignerCheck, verified
-from handoff_files.thread.verify import CheckedGeneration, ThreadCheck, _chain, _rolled_back, _strangers, _untrusted
+from handoff_files.thread.verify import CheckedGeneration, ThreadCheck, _chain, trust_of
 
 __all__ = ["verify_bucket"]
 
@@ -52,18 +51,8 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
         report = checker.report(handoff, named)
         entries.append(CheckedGeneration(number, Path(key), str(handoff.seal), handoff.created_at, report, None))
         good[number] = handoff
-    problems = _chain(good, set(numbers))
-    held = None
-    try:
-        held = pin_of(where)
-    except HandoffError as exc:
-        problems.append(f"the record of pinned threads cannot be read: {exc}")
-    own = held.thread_id if held is not None else next((good[n].thread_id for n in sorted(good)), None)
-    problems += _strangers(good, own)
-    if held is not None or require_signed:
-        problems += _untrusted(entries)
-    if held is not None:
-        problems += _rolled_back(where, good, entries)
+    held, _, wrong = trust_of(where, good, entries, require_signed=require_signed)
+    problems = _chain(good, set(numbers)) + wrong
     oldest = min(numbers, default=1)
     retention = None if oldest <= 1 else f"generations 1 to {oldest - 1}: not kept (retention removes the oldest)"
     return ThreadCheck(where, None if held is None else held.pinned_at, tuple(entries), tuple(problems), retention)

@@ -26,13 +26,13 @@ from handoff_files.thread.anchor import anchor_of, rollback_of
 from handoff_files.thread.history import DEFAULT_KEEP
 from handoff_files.thread.layout import HISTORY_DIR, MIRROR_NAME, ThreadDir
 from handoff_files.thread.mirror import read_mirror, verify_mirror
-from handoff_files.thread.pins import pin_of
+from handoff_files.thread.pins import Pin, pin_of
 from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord, read_record
 from handoff_files.thread.scan import scan, vouched
 from handoff_files.thread.settings import ThreadSettings
 from handoff_files.thread.signatures import SignatureReport, SignerCheck, verified
 
-__all__ = ["CheckedGeneration", "ThreadCheck", "verify_thread"]
+__all__ = ["CheckedGeneration", "ThreadCheck", "trust_of", "verify_thread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,24 +94,35 @@ def verify_thread(
     problems += _chain(good, listed)
     vouched, lost = _unfiled(layout, max(listed, default=0))
     problems += lost
-    held = None
-    try:
-        held = pin_of(layout.path)
-    except HandoffError as exc:
-        problems.append(f"the record of pinned threads cannot be read: {exc}")
-    # the thread's id: the pinned one, else the oldest generation's
-    own = held.thread_id if held is not None else next((good[n].thread_id for n in sorted(good)), None)
-    problems += _strangers(good, own)
-    if held is not None or require_signed:
-        problems += _untrusted(entries)
-    if held is not None:
-        problems += _rolled_back(layout.path, good, entries)
+    held, own, wrong = trust_of(layout.path, good, entries, require_signed=require_signed)
+    problems += wrong
     problems += _mirror(layout, checker, strict=held is not None or require_signed)
     strict = held is not None or require_signed
     retention, lost = _retention(layout, good, listed, own, checker, strict=strict, newest=vouched)
     problems += lost
     pinned_at = None if held is None else held.pinned_at
     return ThreadCheck(layout.path, pinned_at, tuple(entries), tuple(problems), retention)
+
+
+def trust_of(
+    thread: str | os.PathLike[str], good: dict[int, Handoff], entries: list[CheckedGeneration], *, require_signed: bool
+) -> tuple[Pin | None, str | None, list[str]]:
+    """The thread's pin, its own id (the pinned one, else the oldest generation's), and what is wrong across
+    the generations *good* by them: another thread's; on a pinned thread (or *require_signed*) those no
+    trusted key signed; on a pinned thread a rollback past its anchor. For a folder and a bucket alike."""
+    problems: list[str] = []
+    held = None
+    try:
+        held = pin_of(thread)
+    except HandoffError as exc:
+        problems.append(f"the record of pinned threads cannot be read: {exc}")
+    own = held.thread_id if held is not None else next((good[n].thread_id for n in sorted(good)), None)
+    problems += _strangers(good, own)
+    if held is not None or require_signed:
+        problems += _untrusted(entries)
+    if held is not None:
+        problems += _rolled_back(thread, good, entries)
+    return held, own, problems
 
 
 def _check(path: Path, generation: int | None, checker: SignerCheck) -> tuple[CheckedGeneration, Handoff | None]:
