@@ -294,7 +294,8 @@ class BucketThreadStore(HandoffStore):
 
         :raises HandoffNotFoundError: if nothing at all is under the URL (a mistyped one, as a missing folder).
         """
-        if not self._objects.generations() and not self.holdings():
+        numbers = self._objects.generations()  # listed once: the entries are these, whatever lands meanwhile
+        if not numbers and not self.holdings():
             raise HandoffNotFoundError(self.where, "nothing here: no thread under this URL (mistyped?)")
         try:
             current: int | None = self.restore().generation
@@ -302,7 +303,7 @@ class BucketThreadStore(HandoffStore):
             current = None
         checker = SignerCheck(self._allowed)
         entries = []
-        for number in self._objects.generations():
+        for number in numbers:
             key = f"history/{number:08d}.json"
             url = f"{self.where}/{key}"
             try:
