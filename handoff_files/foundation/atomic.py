@@ -37,9 +37,11 @@ __all__ = [
 
 #: Our temp files: ``.<target name>.<random>.tmp`` beside the target.
 TEMP_SUFFIX: Final = ".tmp"
-# only names write_durable makes: the primary, a history generation, a kept legacy file
+# only names write_durable makes in a thread: the primary, state.json, transferred.json, the
+# retention record, a journal rewritten (redaction, the doctor), a history generation, a kept legacy file
 _TEMP_NAME: Final = re.compile(
-    r"^\.(?:handoff\.(?:json|yaml)|state\.json|transferred\.json|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$"
+    r"^\.(?:handoff\.(?:json|yaml)|state\.json|transferred\.json|retention\.json|journal(?:\.1)?\.jsonl"
+    r"|\d{8,}\.(?:json|yaml)|legacy-[^/]+)\.[a-z0-9_]{8}\.tmp$"
 )
 
 
