@@ -12,6 +12,9 @@ from hypothesis import HealthCheck, settings
 
 from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
 
+#: SeaweedFS, the real object store, for any suite that asks for it (seaweedfs, aws_env, test_bucket, bucket_url)
+pytest_plugins = ["tests.objectstore"]
+
 # dev: quick local runs; ci: more examples, no deadline (shared, noisy machines)
 settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

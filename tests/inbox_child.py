@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -12,10 +13,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from handoff_files.foundation.atomic import write_durable
-from handoff_files.foundation.errors import HandoffError, InvalidTransitionError
+from handoff_files.foundation.errors import HandoffError, InvalidTransitionError, ObjectExistsError
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import InboxRequest
 from handoff_files.inbox.status import HandoffStatus
+from handoff_files.storage import open_storage
 from handoff_files.transfers.adopt import AdoptResult
 from handoff_files.transfers.blobs import LocalBlobStore
 
@@ -54,8 +56,15 @@ def race(inbox: HandoffInbox) -> None:
                 continue
             time.sleep(0.5)
             accepted = record.model_copy(update={"status": HandoffStatus.ACCEPTED})
-            path = inbox.requests_dir / f"{handoff_id}.json"
-            write_durable(path, json.dumps(accepted.model_dump(mode="json")).encode())
+            data = json.dumps(accepted.model_dump(mode="json")).encode()
+            if inbox.where.startswith("s3://"):
+                # a bucket has no unconditional write in the seam: remove and create again, unchecked
+                storage, key = open_storage(inbox.where), f"requests/{handoff_id}.json"
+                storage.remove(key)
+                with contextlib.suppress(ObjectExistsError):  # another broken acceptor came between: it won too
+                    storage.create(key, data)
+            else:
+                write_durable(inbox.requests_dir / f"{handoff_id}.json", data)
             say("WON", handoff_id)
 
 
@@ -81,10 +90,10 @@ def churn_forever(inbox: HandoffInbox) -> None:
 
 def check(inbox: HandoffInbox) -> None:
     """Print, as one JSON line, what a fresh process finds: every record, damaged files, temps; then prove it writes."""
-    temps = sorted(name for name in _names(inbox.requests_dir) if name.endswith(".tmp"))
+    temps = sorted(name for name in _names(inbox) if name.endswith(".tmp"))
     records = {record.handoff_id: record.status.value for record in inbox.list_handoffs()}
     problems = [str(problem) for problem in inbox.problems]
-    files = sorted(name for name in _names(inbox.requests_dir) if name.endswith(".json"))
+    files = sorted(name for name in _names(inbox) if name.endswith(".json"))
     write_ok = ""
     try:  # the inbox must still take changes: no lock held by the dead, no temp in the way
         record = inbox.request_handoff("checker", "checker", "after a kill")
@@ -93,7 +102,7 @@ def check(inbox: HandoffInbox) -> None:
         write_ok = record.handoff_id
     except HandoffError as exc:
         problems.append(f"write failed: {exc}")
-    temps_after = sorted(name for name in _names(inbox.requests_dir) if name.endswith(".tmp"))
+    temps_after = sorted(name for name in _names(inbox) if name.endswith(".tmp"))
     report = {
         "records": records,
         "files": files,
@@ -105,9 +114,12 @@ def check(inbox: HandoffInbox) -> None:
     say(json.dumps(report))
 
 
-def _names(directory: Path) -> list[str]:
+def _names(inbox: HandoffInbox) -> list[str]:
+    """What ``requests/`` holds: a folder's entries, or the objects under a bucket prefix's ``requests/``."""
+    if inbox.where.startswith("s3://"):
+        return [key.removeprefix("requests/") for key in open_storage(inbox.where).list("requests/")]
     try:
-        return os.listdir(directory)
+        return os.listdir(inbox.requests_dir)
     except FileNotFoundError:
         return []
 

@@ -129,7 +129,7 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
     inbox = _inbox(args, registry=args.registry)
     if args.to is None and inbox.registry is None:
         msg = "name the agent asked with --to: this inbox has no agent registry (--registry) to route the request by"
-        raise HandoffValidationError(inbox.path, msg)
+        raise HandoffValidationError(inbox.where, msg)
     record = inbox.request_handoff(
         args.from_agent,
         args.to,
@@ -141,7 +141,7 @@ def cmd_inbox_request(args: argparse.Namespace) -> str:
         capabilities_required=args.require,
     )
     if record.refused_by is not None:  # refused by the capability gate: shown, but never stored
-        print(f"handoff: {inbox.path}: {one_line(str(record.rejection_reason))}; nothing stored", file=sys.stderr)
+        print(f"handoff: {inbox.where}: {one_line(str(record.rejection_reason))}; nothing stored", file=sys.stderr)
         args.failed = True
     return _request(record, args)
 

@@ -72,7 +72,7 @@ class InboxBackend:
         metadata = request.metadata
         if not isinstance(metadata, dict) or SW4RM_KEY in metadata:
             msg = f"metadata must be a dict without the key {SW4RM_KEY!r}, which the client keeps for itself"
-            raise HandoffValidationError(self.inbox.path, msg)
+            raise HandoffValidationError(self.inbox.where, msg)
         extra = _Extra(preserve_history=bool(request.preserve_history), context=self._put(request))
         record = self.inbox.request_handoff(
             request.from_agent,
@@ -91,11 +91,11 @@ class InboxBackend:
             return None
         if not isinstance(data, bytes | bytearray | memoryview):
             msg = f"context_snapshot must be bytes (serialize_context's output), not {type(data).__name__}"
-            raise HandoffValidationError(self.inbox.path, msg)
+            raise HandoffValidationError(self.inbox.where, msg)
         data = bytes(data)
         if len(data) > MAX_FILE_BYTES:
             msg = f"context_snapshot is {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for a handoff"
-            raise HandoffTooLargeError(self.inbox.path, msg)
+            raise HandoffTooLargeError(self.inbox.where, msg)
         try:
             blob_id = self.blobs.put(data)
         except HandoffError:
@@ -144,11 +144,11 @@ class InboxBackend:
     def _known(self, handoff_id: str) -> str:
         if not is_handoff_id(handoff_id):
             msg = f"Handoff {handoff_id!r} not found: this inbox's ids are 32 lowercase hex digits"
-            raise UnknownRequestError(self.inbox.path, msg)
+            raise UnknownRequestError(self.inbox.where, msg)
         return handoff_id
 
     def _request(self, record: InboxRequest) -> HandoffRequest:
-        where = self.inbox.requests_dir / f"{record.handoff_id}.json"
+        where = f"{self.inbox.where}/requests/{record.handoff_id}.json"
         metadata = dict(record.metadata)
         try:
             extra = _Extra.model_validate(metadata.pop(SW4RM_KEY, {}))

@@ -42,8 +42,8 @@ def request_handoff_with_fallback(
     agents = [preferred_agents] if isinstance(preferred_agents, str) else list(preferred_agents)
     if not agents or not wait > 0 or not poll > 0:
         msg = f"need at least one agent, and wait and poll more than 0 s (got {agents!r}, {wait!r}, {poll!r})"
-        raise HandoffValidationError(inbox.path, msg)
-    timeout = check_timeout(kwargs.pop("timeout", None), inbox.path)
+        raise HandoffValidationError(inbox.where, msg)
+    timeout = check_timeout(kwargs.pop("timeout", None), inbox.where)
     limit = wait if timeout is None else min(timeout, wait)
     reasons: list[str] = []
     refusals: set[RefusedBy | None] = set()  # who refused each agent's request (None: the agent did)

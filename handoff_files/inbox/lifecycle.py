@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -14,20 +15,21 @@ from handoff_files.foundation.clock import utc_now
 from handoff_files.foundation.errors import (
     HandoffError,
     HandoffValidationError,
-    InvalidNameError,
     InvalidTransitionError,
+    StorageConflictError,
     UnknownRequestError,
 )
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
-from handoff_files.foundation.names import check_folder_path, check_id
+from handoff_files.foundation.names import check_id
 from handoff_files.inbox.capabilities import AgentRegistry
-from handoff_files.inbox.ids import MIN_PREFIX, SHORT_ID, is_id_prefix, matching, shortest_prefixes
+from handoff_files.inbox.ids import SHORT_ID, resolve, shortest_prefixes
 from handoff_files.inbox.request import (
     CAPABILITY_GATE,
     DEFAULT_PRIORITY,
     MAX_REASON,
     InboxRequest,
     check_descriptor,
+    check_handoff_id,
     check_metadata,
     check_priority,
     check_required,
@@ -35,13 +37,13 @@ from handoff_files.inbox.request import (
     check_timeout,
     is_handoff_id,
     problem_kind,
-    since,
+    refusal,
     urgency,
 )
 from handoff_files.inbox.request_files import REQUESTS_DIR, RequestFiles
+from handoff_files.inbox.request_objects import open_requests
 from handoff_files.inbox.serve import ServeOptions, serve
 from handoff_files.inbox.status import HandoffStatus
-from handoff_files.thread.signatures import KeySource
 from handoff_files.transfers.descriptor import Descriptor
 
 if TYPE_CHECKING:
@@ -53,25 +55,25 @@ __all__ = ["DEFAULT_PRIORITY", "REQUESTS_DIR", "HandoffInbox", "InboxRequest", "
 
 logger = logging.getLogger(__name__)
 
-_MAX_NAMED = 10  # an ambiguous prefix's error names this many candidates, then counts the rest
+#: how many times a change on a bucket reads the request again after another agent's write beat it
+CHANGE_TRIES = 8
 
 
 class HandoffInbox:
-    """A shared inbox directory of handoff requests, safe for several processes.
+    """A shared inbox of handoff requests, in a folder or on object storage, safe for several processes.
 
-    One human-readable JSON file per request, ``<directory>/requests/<handoff_id>.json``, sealed
-    (a digest over its canonical JSON, verified on every read, made afresh on every write: a
-    checksum that catches damage, not a signature, as anyone who may write the inbox can recompute
-    it; a file from before request files were sealed is read unverified, with a warning); every
-    change is read, checked and written (atomically and durably) under the writers' lock (an flock) on
-    ``<directory>/.lock``, so of several processes accepting one request exactly one wins. Reads
-    take no lock. Every record returned is a fresh copy.
+    One human-readable JSON file per request, ``requests/<handoff_id>.json``, sealed (a checksum
+    over its canonical JSON, verified on every read: it catches damage, not a forger; signatures do
+    that). In a folder, every change is read, checked and written (atomically, durably) under the
+    writers' lock (an flock on ``.lock``); under an ``s3://bucket/prefix`` URL a request is an object
+    created only if absent and changed only if still at the ETag it was read at (a lost race is read
+    again), :mod:`~handoff_files.inbox.request_objects`. Either way, of several agents accepting one
+    request exactly one wins. Reads take no lock. Every record returned is a fresh copy.
 
-    A damaged request file (torn, edited into invalid JSON) never disappears silently: reading
-    it by id raises a :class:`HandoffError` naming the file; a listing skips it, logs a warning
-    once, and lists it in :attr:`problems`, so one bad file does not stop the others being served.
+    A damaged request file never disappears silently: reading it by id raises a :class:`HandoffError`
+    naming it; a listing skips it, logs a warning once, and lists it in :attr:`problems`.
 
-    :param directory: the inbox (created, 0700, on the first write).
+    :param directory: the inbox's folder (created, 0700, on the first write) or ``s3://bucket/prefix``.
     :param registry: the capability gate: an :class:`AgentRegistry` or the path of its file
         (read once, here). With one, a request with no ``to_agent`` is routed to a capable agent.
     :param clock: returns the current time as an aware datetime (default: the system's, in UTC);
@@ -104,18 +106,15 @@ class HandoffInbox:
         allowed_signers: str | os.PathLike[str] | None = None,
         require_signed: bool = False,
     ) -> None:
-        check_folder_path(directory, "the inbox")
-        self.path = Path(directory).absolute()
-        self._files = RequestFiles(
-            self.path,
+        self._files = open_requests(
+            directory,
             lock_timeout=lock_timeout,
             shared=shared,
-            key=KeySource(signing_key, self.path),
+            signing_key=signing_key,
             allowed_signers=None if allowed_signers is None else Path(allowed_signers),
             require_signed=require_signed,
             now=self.now,
         )
-        self.requests_dir = self._files.requests_dir
         self.registry = AgentRegistry.load(registry) if isinstance(registry, str | os.PathLike) else registry
         self._clock = clock or utc_now
         self._reported: set[tuple[str, str]] = set()
@@ -123,7 +122,27 @@ class HandoffInbox:
         self.problems: tuple[HandoffError, ...] = ()
 
     def __repr__(self) -> str:
-        return f"HandoffInbox({os.fspath(self.path)!r})"
+        return f"HandoffInbox({self.where!r})"
+
+    @property
+    def where(self) -> str:
+        """The inbox as a person names it: its folder's path, or ``s3://bucket/prefix``."""
+        return self._files.where
+
+    @property
+    def path(self) -> Path:
+        """The inbox's folder (absolute). On object storage there is none: :attr:`where` names it."""
+        return self._folder().path
+
+    @property
+    def requests_dir(self) -> Path:
+        """``<path>/requests``, one file per request (a folder's only)."""
+        return self._folder().requests_dir
+
+    def _folder(self) -> RequestFiles:
+        if not isinstance(self._files, RequestFiles):
+            raise HandoffError(self.where, "on object storage: no folder (requests are objects under requests/)")
+        return self._files
 
     # -- requesting ----------------------------------------------------------------------------
 
@@ -153,22 +172,22 @@ class HandoffInbox:
             descriptor that does not parse, no *to_agent* and no registry), naming the inbox.
         :raises HandoffError: if the request cannot be written.
         """
-        check_id(from_agent, "from_agent", self.path)
+        check_id(from_agent, "from_agent", self.where)
         if to_agent is not None:
-            check_id(to_agent, "to_agent", self.path)
+            check_id(to_agent, "to_agent", self.where)
         record = InboxRequest(
             handoff_id=uuid.uuid4().hex,
             from_agent=from_agent,
             to_agent=to_agent,
-            reason=check_text(reason, "reason", self.path),
-            priority=check_priority(priority, self.path),
-            capabilities_required=check_required(capabilities_required, self.path),
-            descriptor=check_descriptor(descriptor, self.path),
-            metadata=check_metadata(metadata, self.path),
+            reason=check_text(reason, "reason", self.where),
+            priority=check_priority(priority, self.where),
+            capabilities_required=check_required(capabilities_required, self.where),
+            descriptor=check_descriptor(descriptor, self.where),
+            metadata=check_metadata(metadata, self.where),
             created_at=self.now(),
             status=HandoffStatus.PENDING,
         )
-        limit = check_timeout(timeout, self.path)
+        limit = check_timeout(timeout, self.where)
         now = record.created_at
         to_agent, refused = self._gate(from_agent, to_agent, record.capabilities_required)
         expires_at = None if limit is None else now + dt.timedelta(seconds=limit)
@@ -184,15 +203,15 @@ class HandoffInbox:
             )
         data = self._files.render(record, new=True)  # too large is refused before anything is created
         self.ensure()
-        with self._files.lock.held():
-            return self._files.write(record, data)
+        with self._files.changing():
+            return self._files.write(record, data, new=True)
 
     def _gate(self, from_agent: str, to_agent: str | None, required: tuple[str, ...]) -> tuple[str | None, str | None]:
         """The target (routed, when none is named) and, if the capability gate refuses, why."""
         if self.registry is None:
             if to_agent is None:
                 msg = "to_agent is required: this inbox has no agent registry to route requests by"
-                raise HandoffValidationError(self.path, msg)
+                raise HandoffValidationError(self.where, msg)
             return to_agent, None
         if to_agent is not None:
             return to_agent, self.registry.gate(from_agent, to_agent, required)
@@ -216,9 +235,9 @@ class HandoffInbox:
         :raises InvalidTransitionError, UnknownRequestError: as :meth:`accept_handoff`.
         :raises HandoffValidationError: if *reason* is empty, not a string, or too long.
         """
-        if not check_text(reason, "reason", self.path).strip():
+        if not check_text(reason, "reason", self.where).strip():
             msg = "a rejection needs a reason the requester can read"
-            raise HandoffValidationError(self.path, msg)
+            raise HandoffValidationError(self.where, msg)
         change = {"status": HandoffStatus.REJECTED, "rejection_reason": reason}
         return self._transition(handoff_id, "reject", HandoffStatus.PENDING, change)
 
@@ -234,38 +253,41 @@ class HandoffInbox:
 
         Optional: reads already say EXPIRED; this makes the files say so too (damaged ones skipped).
         """
-        if not self.requests_dir.is_dir():
+        if not self._files.exists():
             return []
         self.ensure()
         changed = []
-        with self._files.lock.held():
+        with self._files.changing():
             now = self.now()
-            for record in self._scan():
+            for record, version in self._scan():
                 seen = record.as_of(now)
                 if seen.status is not record.status:
-                    changed.append(self._files.write(seen))
+                    # on a bucket, a request another writer changed since the scan is theirs to record
+                    with contextlib.suppress(*self._files.conflicts):
+                        changed.append(self._files.write(seen, version=version))
         return changed
 
     def _transition(self, handoff_id: str, verb: str, allowed: HandoffStatus, change: dict[str, Any]) -> InboxRequest:
-        path = self._files.file(self._check_handoff_id(handoff_id))
+        checked = check_handoff_id(handoff_id, self.where)
         self.ensure()
-        with self._files.lock.held():
-            current = self._files.read(path)
-            now = self.now()
-            seen = current.as_of(now)
-            if seen.status is not current.status:
-                # the next writer to touch an overdue request records that it expired
-                self._files.write(seen)
-            if seen.status is not allowed:
-                needed = f"{'an' if allowed.value[0] in 'AEIOU' else 'a'} {allowed.value}"
-                msg = (
-                    f"cannot {verb} handoff {handoff_id}: it is {seen.status.value}{since(seen)}, not in "
-                    f"{allowed.value} status; only {needed} request can become {change['status'].value}"
-                )
-                raise InvalidTransitionError(path, msg)
-            new_status: HandoffStatus = change["status"]
-            updated = seen.model_copy(update={**change, f"{new_status.value.lower()}_at": now})
-            return self._files.write(updated)
+        for _ in range(CHANGE_TRIES):
+            with self._files.changing():
+                current, version = self._files.read(checked)
+                now = self.now()
+                seen = current.as_of(now)
+                try:
+                    if seen.status is not current.status:
+                        # the next writer to touch an overdue request records that it expired
+                        self._files.write(seen, version=version)
+                    if seen.status is not allowed:
+                        raise InvalidTransitionError(self._files.file(checked), refusal(seen, verb, allowed, change))
+                    new_status: HandoffStatus = change["status"]
+                    updated = seen.model_copy(update={**change, f"{new_status.value.lower()}_at": now})
+                    return self._files.write(updated, version=version)
+                except self._files.conflicts:
+                    continue  # another agent changed it since it was read (a bucket's 412): read it again
+        msg = f"cannot {verb} handoff {checked}: other agents changed it {CHANGE_TRIES} times as it was read; try again"
+        raise StorageConflictError(self._files.file(checked), msg)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -283,9 +305,8 @@ class HandoffInbox:
 
         :raises InvalidNameError, HandoffError: as :meth:`get_handoff_status`.
         """
-        path = self._files.file(self._check_handoff_id(handoff_id))
         try:
-            record = self._files.read(path)
+            record, _ = self._files.read(check_handoff_id(handoff_id, self.where))
         except UnknownRequestError:
             return None
         return record.as_of(self.now())
@@ -299,12 +320,12 @@ class HandoffInbox:
         record = self.get_handoff(handoff_id)
         if record is None:
             msg = f"no handoff request {handoff_id} in this inbox"
-            raise UnknownRequestError(self.path, msg)
+            raise UnknownRequestError(self.where, msg)
         return record
 
     def get_pending_handoffs(self, agent_id: str) -> list[InboxRequest]:
         """The PENDING, unexpired requests to *agent_id*, most urgent first (:func:`urgency`); see :attr:`problems`."""
-        check_id(agent_id, "agent_id", self.path)
+        check_id(agent_id, "agent_id", self.where)
         return self.list_handoffs(to_agent=agent_id, status=HandoffStatus.PENDING)
 
     def list_handoffs(self, *, to_agent: str | None = None, status: HandoffStatus | None = None) -> list[InboxRequest]:
@@ -313,7 +334,7 @@ class HandoffInbox:
         Most urgent first, as they are served (:func:`urgency`): the lowest ``priority``, then the oldest.
         """
         now = self.now()
-        seen = (record.as_of(now) for record in self._scan())
+        seen = (record.as_of(now) for record, _ in self._scan())
         wanted = [r for r in seen if to_agent in (None, r.to_agent) and status in (None, r.status)]
         return sorted(wanted, key=urgency)
 
@@ -330,24 +351,7 @@ class HandoffInbox:
         :raises UnknownRequestError: if no request's id starts with *prefix*, or several do (the
             message names each, and asks for more digits).
         """
-        if not is_id_prefix(prefix):
-            msg = (
-                f"handoff id {str(prefix)[:80]!r} is not an id this inbox makes, nor the start of one "
-                f"({MIN_PREFIX} to 32 lowercase hex digits)"
-            )
-            raise InvalidNameError(self.path, msg)
-        if is_handoff_id(prefix):
-            return prefix
-        found = matching(prefix, self._files.ids())
-        if not found:
-            msg = f"no handoff request in this inbox has an id starting with {prefix}"
-            raise UnknownRequestError(self.path, msg)
-        if len(found) > 1:
-            more = f" and {len(found) - _MAX_NAMED} more" if len(found) > _MAX_NAMED else ""
-            named = f"{', '.join(found[:_MAX_NAMED])}{more}"
-            msg = f"handoff id {prefix} is ambiguous: {len(found)} requests start with it ({named}); give more digits"
-            raise UnknownRequestError(self.path, msg)
-        return found[0]
+        return resolve(prefix, self._files.ids, self.where)
 
     def abbreviate_ids(self) -> dict[str, str]:
         """Every request's id → the shortest prefix no other request's shares, of 8 digits or more, for people.
@@ -358,7 +362,7 @@ class HandoffInbox:
         """
         return shortest_prefixes(self._files.ids(), minimum=SHORT_ID)
 
-    def _scan(self) -> list[InboxRequest]:
+    def _scan(self) -> list[tuple[InboxRequest, str | None]]:
         records, problems = self._files.scan()
         for problem in problems:
             if (problem.path, problem.reason) not in self._reported:
@@ -385,14 +389,8 @@ class HandoffInbox:
         now = self._clock()
         if not isinstance(now, dt.datetime) or now.utcoffset() is None:
             msg = f"the inbox's clock returned {now!r}, not an aware datetime"
-            raise HandoffValidationError(self.path, msg)
+            raise HandoffValidationError(self.where, msg)
         return now.astimezone(dt.UTC)
-
-    def _check_handoff_id(self, handoff_id: object) -> str:
-        if not is_handoff_id(handoff_id):
-            msg = f"handoff id {str(handoff_id)[:80]!r} is not one this inbox makes (32 lowercase hex digits)"
-            raise InvalidNameError(self.path, msg)
-        return str(handoff_id)
 
     def serve(self, agent_id: str, **options: Unpack[ServeOptions]) -> list[InboxRequest]:
         """Serve *agent_id*'s requests in this process until stopped; the keywords are :func:`.serve.serve`'s."""

@@ -15,7 +15,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 
 from handoff_files.format.model import MAX_DATA_DEPTH, MAX_INT, MAX_UINT, MIN_INT, Id
 from handoff_files.foundation.clock import iso_z
-from handoff_files.foundation.errors import HandoffError, HandoffValidationError, UntrustedSignerError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError, InvalidNameError, UntrustedSignerError
 from handoff_files.inbox.capabilities import CAPABILITY_PATTERN, check_capabilities
 from handoff_files.inbox.status import HandoffStatus
 from handoff_files.thread.signatures import SignatureReport
@@ -30,6 +30,7 @@ __all__ = [
     "RefusedBy",
     "RequestSignature",
     "check_descriptor",
+    "check_handoff_id",
     "check_metadata",
     "check_priority",
     "check_required",
@@ -37,6 +38,7 @@ __all__ = [
     "check_timeout",
     "is_handoff_id",
     "problem_kind",
+    "refusal",
     "since",
     "urgency",
 ]
@@ -150,6 +152,14 @@ def is_handoff_id(text: object) -> bool:
     return isinstance(text, str) and re.fullmatch(_HANDOFF_ID, text) is not None
 
 
+def check_handoff_id(handoff_id: object, where: str) -> str:
+    """*handoff_id* if :func:`is_handoff_id`, else :class:`InvalidNameError` naming the inbox, *where*."""
+    if not is_handoff_id(handoff_id):
+        msg = f"handoff id {str(handoff_id)[:80]!r} is not one this inbox makes (32 lowercase hex digits)"
+        raise InvalidNameError(where, msg)
+    return str(handoff_id)
+
+
 def problem_kind(problem: object) -> str:
     """``a damaged``, or ``an untrusted`` for a request refused for its signer (``require_signed``): how a
     listing names a request it skipped."""
@@ -162,6 +172,18 @@ def since(record: InboxRequest) -> str:
     expired = record.status is HandoffStatus.EXPIRED
     at = record.expires_at if expired else getattr(record, f"{record.status.value.lower()}_at", None)
     return "" if at is None else f" (since {iso_z(at, timespec='seconds')})"
+
+
+def refusal(seen: InboxRequest, verb: str, allowed: HandoffStatus, change: Mapping[str, Any]) -> str:
+    """Why *seen* cannot take *change*: its status, since when, and who changed it last when that is known."""
+    needed = f"{'an' if allowed.value[0] in 'AEIOU' else 'a'} {allowed.value}"
+    signed = seen.change_signature
+    settled = signed is not None and seen.status is not HandoffStatus.PENDING
+    by = f" by {signed.principal or signed.fingerprint}" if signed is not None and settled else ""
+    return (
+        f"cannot {verb} handoff {seen.handoff_id}: it is {seen.status.value}{since(seen)}{by}, not in "
+        f"{allowed.value} status; only {needed} request can become {change['status'].value}"
+    )
 
 
 def urgency(record: InboxRequest) -> tuple[int, dt.datetime, str]:

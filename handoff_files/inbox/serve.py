@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NotRequired, Protocol, TypedDict
@@ -52,7 +53,7 @@ class ServedInbox(Protocol):
     """
 
     @property
-    def path(self) -> Path: ...
+    def where(self) -> str: ...
     @property
     def requests_dir(self) -> Path: ...
     def ensure(self) -> None: ...
@@ -128,10 +129,10 @@ def serve(
     """
     from handoff_files.watchers.directory import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
 
-    check_id(agent_id, "agent_id", inbox.path)
+    check_id(agent_id, "agent_id", inbox.where)
     if max_requests is not None and (type(max_requests) is not int or max_requests < 1):
         msg = f"max_requests must be None or a positive integer, not {max_requests!r}"
-        raise HandoffValidationError(inbox.path, msg)
+        raise HandoffValidationError(inbox.where, msg)
     server = _Server(
         inbox,
         agent_id,
@@ -143,6 +144,11 @@ def serve(
     stop = stop if stop is not None else threading.Event()
     wake = threading.Event()
     inbox.ensure()
+    if inbox.where.startswith("s3://"):  # a bucket sends no events: its requests are listed every *rescan* seconds
+        if not (isinstance(rescan, int | float) and rescan > 0):  # `not >`: NaN is refused too
+            raise HandoffValidationError(inbox.where, f"rescan must be more than 0 seconds, not {rescan!r}")
+        server.run(stop, wake, max_requests, every=rescan)
+        return server.settled
     with watch_directory(inbox.requests_dir, wake.set, rescan=rescan, wanted=_is_request_file):
         # the watch exists before the first scan: a request written in between is both scanned and hinted
         server.run(stop, wake, max_requests)
@@ -176,8 +182,11 @@ class _Server:
         self.tried: set[str] = set()
         self.settled: list[InboxRequest] = []
 
-    def run(self, stop: threading.Event, wake: threading.Event, max_requests: int | None) -> None:
-        """Take requests until *stop* is set or *max_requests* are settled, waiting for *wake* when none is left."""
+    def run(
+        self, stop: threading.Event, wake: threading.Event, max_requests: int | None, every: float | None = None
+    ) -> None:
+        """Take requests until *stop* is set or *max_requests* are settled, waiting for *wake* (or *every*
+        seconds, when given) when none is left."""
         while not stop.is_set():
             wake.clear()
             while not stop.is_set() and (max_requests is None or len(self.settled) < max_requests):
@@ -187,8 +196,10 @@ class _Server:
                 self.handle(request)
             if max_requests is not None and len(self.settled) >= max_requests:
                 return
+            deadline = None if every is None else time.monotonic() + every
             while not wake.wait(_STOP_POLL) and not stop.is_set():
-                pass
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
 
     def next_request(self) -> InboxRequest | None:
         """ACCEPTED requests left by a crashed serve() first, then the most urgent PENDING one."""

@@ -28,6 +28,7 @@ from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import CAPABILITY_GATE, InboxRequest
 from handoff_files.inbox.serve import thread_id_for
 from handoff_files.inbox.status import HandoffStatus
+from handoff_files.storage import Storage, open_storage
 from handoff_files.transfers.adopt import AdoptResult, adopt_checkpoint
 from handoff_files.transfers.blobs import LocalBlobStore
 from handoff_files.transfers.descriptor import Descriptor
@@ -49,18 +50,56 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(params=["folder", "bucket"])
+def inbox_at(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where an inbox is: a folder, or a prefix in a bucket of the real object store (SeaweedFS)."""
+    if request.param == "folder":
+        return str(tmp_path / "inbox")
+    url: str = request.getfixturevalue("bucket_url")
+    return url
+
+
 @pytest.fixture
-def inbox(tmp_path: Path, clock: Clock) -> HandoffInbox:
-    """An inbox not yet created on disk, on the controlled clock."""
+def inbox(inbox_at: str, clock: Clock) -> HandoffInbox:
+    """An inbox not yet created, on the controlled clock, in a folder or in a bucket."""
+    return HandoffInbox(inbox_at, clock=clock)
+
+
+@pytest.fixture
+def folder_inbox(tmp_path: Path, clock: Clock) -> HandoffInbox:
+    """An inbox in a folder (for what only a folder has: modes, temp files)."""
     return HandoffInbox(tmp_path / "inbox", clock=clock)
 
 
-def _file(inbox: HandoffInbox, handoff_id: str) -> Path:
-    return inbox.requests_dir / f"{handoff_id}.json"
+def _file(inbox: HandoffInbox, handoff_id: str) -> str:
+    """The request's file or object, as errors name it."""
+    return f"{inbox.where}/requests/{handoff_id}.json"
+
+
+def _storage(inbox: HandoffInbox) -> Storage:
+    """The inbox's folder or bucket prefix, through the storage seam (to read and damage its bytes)."""
+    return open_storage(inbox.where)
+
+
+def _raw(inbox: HandoffInbox, handoff_id: str) -> bytes:
+    return _storage(inbox).read(f"requests/{handoff_id}.json", limit=1 << 20).data
+
+
+def _put_raw(inbox: HandoffInbox, handoff_id: str, data: bytes) -> None:
+    """Overwrite the request's bytes, as a careless hand or a torn copy would."""
+    storage, key = _storage(inbox), f"requests/{handoff_id}.json"
+    storage.replace(key, data, storage.read(key, limit=1 << 20).etag)
+
+
+def _exists(inbox: HandoffInbox) -> bool:
+    """Whether anything of the inbox was made (its folder; an object under its prefix)."""
+    if inbox.where.startswith("s3://"):
+        return _storage(inbox).list("") != []
+    return inbox.path.exists()
 
 
 def _on_disk(inbox: HandoffInbox, handoff_id: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(_file(inbox, handoff_id).read_bytes())
+    document: dict[str, Any] = json.loads(_raw(inbox, handoff_id))
     return document
 
 
@@ -92,18 +131,19 @@ def test_a_request_is_one_readable_json_file_and_reads_back_equal(inbox: Handoff
         capabilities_required=["sql", "python", "sql"],
         metadata={"ticket": 42, "tags": ["a"]},
     )
-    assert [p.name for p in inbox.requests_dir.iterdir()] == [f"{record.handoff_id}.json"]
+    assert _storage(inbox).list("") == [f"requests/{record.handoff_id}.json"]
     document = _on_disk(inbox, record.handoff_id)
     assert document["status"] == "PENDING"
     assert document["capabilities_required"] == ["python", "sql"]
     assert document["expires_at"] == "2030-01-02T03:04:35Z"
-    assert _file(inbox, record.handoff_id).read_text().startswith('{\n  "handoff_id": ')  # indented for people
+    assert _raw(inbox, record.handoff_id).startswith(b'{\n  "handoff_id": ')  # indented for people
     assert inbox.get_handoff(record.handoff_id) == record
     assert (record.from_agent, record.to_agent, record.priority, record.status) == ("alpha", "beta", 2, PENDING)
     assert len(record.handoff_id) == 32
     assert record.created_at == clock.now
-    assert oct(inbox.requests_dir.stat().st_mode & 0o777) == "0o700"
-    assert oct(_file(inbox, record.handoff_id).stat().st_mode & 0o777) == "0o600"
+    if not inbox.where.startswith("s3://"):  # a bucket's access is its policy's
+        assert oct(inbox.requests_dir.stat().st_mode & 0o777) == "0o700"
+        assert oct((inbox.requests_dir / f"{record.handoff_id}.json").stat().st_mode & 0o777) == "0o600"
 
 
 def test_a_request_carries_a_descriptor_not_bytes_and_it_reads_back_verified(
@@ -179,14 +219,14 @@ def test_a_forbidden_transition_raises_a_value_error_naming_the_current_status_a
     handoff_id = _in_state(inbox, clock, start)
     if start is EXPIRED:
         inbox.expire_overdue()
-    before = _file(inbox, handoff_id).read_bytes()
+    before = _raw(inbox, handoff_id)
     with pytest.raises(InvalidTransitionError) as caught:
         _apply(inbox, operation, handoff_id)
     assert isinstance(caught.value, ValueError)
     assert isinstance(caught.value, HandoffError)
     assert f"it is {start.value}" in str(caught.value)
-    assert caught.value.path == str(_file(inbox, handoff_id))
-    assert _file(inbox, handoff_id).read_bytes() == before
+    assert caught.value.path == _file(inbox, handoff_id)
+    assert _raw(inbox, handoff_id) == before
     assert inbox.get_handoff_status(handoff_id) is start
 
 
@@ -257,7 +297,7 @@ def test_an_unknown_id_reads_as_none_and_cannot_change(inbox: HandoffInbox) -> N
 def test_a_malformed_handoff_id_is_refused_naming_the_inbox(inbox: HandoffInbox, bad: Any) -> None:
     with pytest.raises(InvalidNameError) as caught:
         inbox.get_handoff_status(bad)
-    assert caught.value.path == str(inbox.path)
+    assert caught.value.path == inbox.where
     with pytest.raises(InvalidNameError):
         inbox.accept_handoff(bad)
 
@@ -277,8 +317,8 @@ def test_a_bad_agent_id_is_refused_naming_the_inbox_and_nothing_is_written(
     agents = {"from_agent": "alpha", "to_agent": "beta", field: value}
     with pytest.raises(InvalidNameError) as caught:
         inbox.request_handoff(agents["from_agent"], agents["to_agent"], "x")
-    assert caught.value.path == str(inbox.path)
-    assert not inbox.path.exists()
+    assert caught.value.path == inbox.where
+    assert not _exists(inbox)
     with pytest.raises(InvalidNameError):
         inbox.get_pending_handoffs("../beta")
 
@@ -314,8 +354,8 @@ def test_bad_input_is_a_validation_error_naming_the_inbox_and_nothing_is_written
     arguments: dict[str, Any] = {"reason": "x", **options}
     with pytest.raises(HandoffValidationError, match=words) as caught:
         inbox.request_handoff("alpha", "beta", **arguments)
-    assert caught.value.path == str(inbox.path)
-    assert not inbox.path.exists()
+    assert caught.value.path == inbox.where
+    assert not _exists(inbox)
 
 
 def test_without_a_registry_to_agent_is_required(inbox: HandoffInbox) -> None:
@@ -330,8 +370,8 @@ def test_a_rejection_needs_a_reason(inbox: HandoffInbox) -> None:
     assert inbox.get_handoff_status(handoff_id) is PENDING
 
 
-def test_a_clock_that_returns_a_naive_time_is_refused(tmp_path: Path) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox", clock=lambda: dt.datetime(2030, 1, 1))  # naive: the point
+def test_a_clock_that_returns_a_naive_time_is_refused(inbox_at: str, tmp_path: Path) -> None:
+    inbox = HandoffInbox(inbox_at, clock=lambda: dt.datetime(2030, 1, 1))  # naive: the point
     with pytest.raises(HandoffValidationError, match="aware"):
         inbox.request_handoff("alpha", "beta", "x")
 
@@ -341,7 +381,7 @@ def test_reads_of_an_inbox_that_does_not_exist_find_nothing_and_create_nothing(i
     assert inbox.list_handoffs() == []
     assert inbox.get_handoff_status("1" * 32) is None
     assert inbox.expire_overdue() == []
-    assert not inbox.path.exists()
+    assert not _exists(inbox)
 
 
 def test_an_inbox_that_cannot_be_created_is_a_write_error_naming_it(tmp_path: Path) -> None:
@@ -349,7 +389,7 @@ def test_an_inbox_that_cannot_be_created_is_a_write_error_naming_it(tmp_path: Pa
     inbox = HandoffInbox(tmp_path / "file" / "inbox")
     with pytest.raises(HandoffWriteError) as caught:
         inbox.request_handoff("alpha", "beta", "x")
-    assert caught.value.path == str(inbox.path)
+    assert caught.value.path == inbox.where
 
 
 # -- order and copies ------------------------------------------------------------------------
@@ -424,21 +464,21 @@ def test_a_damaged_request_is_reported_by_name_and_does_not_stop_the_others(
     good = inbox.request_handoff("alpha", "beta", "fine").handoff_id
     bad = inbox.request_handoff("alpha", "beta", "about to be damaged").handoff_id
     path = _file(inbox, bad)
-    path.write_bytes(damage(path.read_bytes(), bad))
+    _put_raw(inbox, bad, damage(_raw(inbox, bad), bad))
     with caplog.at_level(logging.WARNING, logger="handoff_files.inbox.lifecycle"):
         assert [r.handoff_id for r in inbox.get_pending_handoffs("beta")] == [good]
         inbox.get_pending_handoffs("beta")
-    assert [problem.path for problem in inbox.problems] == [str(path)]
+    assert [problem.path for problem in inbox.problems] == [path]
     assert words in inbox.problems[0].reason
-    assert [record.message.count(str(path)) for record in caplog.records] == [1]  # warned once, not per listing
+    assert [record.message.count(path) for record in caplog.records] == [1]  # warned once, not per listing
     with pytest.raises(HandoffError, match=words) as caught:
         inbox.get_handoff_status(bad)
-    assert caught.value.path == str(path)
+    assert caught.value.path == path
     with pytest.raises(HandoffError) as caught:
         inbox.accept_handoff(bad)
-    assert caught.value.path == str(path)
+    assert caught.value.path == path
     assert inbox.accept_handoff(good).status is ACCEPTED
-    path.unlink()
+    _storage(inbox).remove(f"requests/{bad}.json")
     inbox.list_handoffs()
     assert inbox.problems == ()
 
@@ -447,12 +487,14 @@ def test_a_request_file_with_a_duplicated_key_is_refused_by_the_strict_reader(in
     """A second ``status`` must not quietly win: the record is damage, named, never half read."""
     handoff_id = inbox.request_handoff("alpha", "beta", "x").handoff_id
     path = _file(inbox, handoff_id)
-    path.write_bytes(
-        path.read_bytes().replace(b'  "status": "PENDING"', b'  "status": "PENDING",\n  "status": "ACCEPTED"')
+    _put_raw(
+        inbox,
+        handoff_id,
+        _raw(inbox, handoff_id).replace(b'  "status": "PENDING"', b'  "status": "PENDING",\n  "status": "ACCEPTED"'),
     )
     with pytest.raises(HandoffParseError, match="duplicate key 'status'") as caught:
         inbox.get_handoff(handoff_id)
-    assert caught.value.path == str(path)
+    assert caught.value.path == path
     assert isinstance(caught.value.__cause__, HandoffParseError)  # the one strict reader refused it
     with pytest.raises(HandoffParseError):
         inbox.accept_handoff(handoff_id)
@@ -460,9 +502,8 @@ def test_a_request_file_with_a_duplicated_key_is_refused_by_the_strict_reader(in
     assert [type(problem) for problem in inbox.problems] == [HandoffParseError]
 
 
-def test_a_dead_writer_s_temp_file_is_ignored_and_cleared_by_the_next_writer(
-    inbox: HandoffInbox, tmp_path: Path
-) -> None:
+def test_a_dead_writer_s_temp_file_is_ignored_and_cleared_by_the_next_writer(folder_inbox: HandoffInbox) -> None:
+    inbox = folder_inbox
     handoff_id = inbox.request_handoff("alpha", "beta", "x").handoff_id
     stray = inbox.requests_dir / f".{handoff_id}.json.abcd1234.tmp"
     stray.write_bytes(b'{"half": ')
@@ -492,9 +533,9 @@ def registry() -> AgentRegistry:
 
 
 def test_with_a_registry_a_request_without_a_target_is_routed_to_a_capable_agent(
-    tmp_path: Path, registry: AgentRegistry
+    inbox_at: str, tmp_path: Path, registry: AgentRegistry
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox", registry=registry)
+    inbox = HandoffInbox(inbox_at, registry=registry)
     assert inbox.request_handoff("alpha", None, "x", capabilities_required=["python"]).to_agent == "beta"
     assert inbox.request_handoff("alpha", None, "x", capabilities_required=["sql"]).to_agent == "gamma"
     assert inbox.request_handoff("alpha", None, "x").to_agent == "beta"
@@ -512,22 +553,22 @@ def test_with_a_registry_a_request_without_a_target_is_routed_to_a_capable_agent
     ],
 )
 def test_a_request_failing_the_gate_is_returned_rejected_with_the_reason_and_never_written(
-    tmp_path: Path, registry: AgentRegistry, case: tuple[str, str | None, list[str], str]
+    inbox_at: str, tmp_path: Path, registry: AgentRegistry, case: tuple[str, str | None, list[str], str]
 ) -> None:
     source, target, required, words = case
-    inbox = HandoffInbox(tmp_path / "inbox", registry=registry)
+    inbox = HandoffInbox(inbox_at, registry=registry)
     record = inbox.request_handoff(source, target, "x", capabilities_required=required)
     assert record.status is REJECTED
     assert record.rejection_reason is not None
     assert record.rejection_reason.startswith("refused by the capability gate: ")
     assert words in record.rejection_reason
-    assert not inbox.path.exists()
+    assert not _exists(inbox)
     assert inbox.get_handoff_status(record.handoff_id) is None
 
 
-def test_who_refused_a_request_is_a_field_not_a_wording(tmp_path: Path, registry: AgentRegistry) -> None:
+def test_who_refused_a_request_is_a_field_not_a_wording(inbox_at: str, tmp_path: Path, registry: AgentRegistry) -> None:
     """``refused_by`` tells a gate's refusal from an agent's rejection, and is never written to a request file."""
-    inbox = HandoffInbox(tmp_path / "inbox", registry=registry)
+    inbox = HandoffInbox(inbox_at, registry=registry)
     refused = inbox.request_handoff("alpha", "delta", "x", capabilities_required=["python"])
     assert (refused.status, refused.refused_by) == (REJECTED, CAPABILITY_GATE)
     stored = inbox.request_handoff("alpha", "beta", "x", capabilities_required=["python"])
@@ -537,10 +578,10 @@ def test_who_refused_a_request_is_a_field_not_a_wording(tmp_path: Path, registry
     assert (rejected.status, rejected.refused_by) == (REJECTED, None)
 
 
-def test_a_registry_path_is_loaded_by_the_inbox(tmp_path: Path) -> None:
+def test_a_registry_path_is_loaded_by_the_inbox(inbox_at: str, tmp_path: Path) -> None:
     path = tmp_path / "agents.yaml"
     path.write_text("agents:\n  alpha: {scope: [sql]}\n  gamma: {capabilities: [sql]}\n")
-    inbox = HandoffInbox(tmp_path / "inbox", registry=path)
+    inbox = HandoffInbox(inbox_at, registry=path)
     assert inbox.request_handoff("alpha", None, "x", capabilities_required=["sql"]).to_agent == "gamma"
 
 
@@ -611,9 +652,9 @@ def _serve(
 
 
 def test_serve_adopts_the_checkpoint_hands_it_over_and_completes(
-    tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     handoff_id = inbox.request_handoff("alpha", "beta", "take over", descriptor=checkpoint).handoff_id
     asked: list[InboxRequest] = []
     settled, received = _serve(inbox, tmp_path, blobs, _asking(asked), max_requests=1)
@@ -641,9 +682,9 @@ def test_serve_adopts_the_checkpoint_hands_it_over_and_completes(
     ],
 )
 def test_serve_rejects_with_the_hook_s_reason_and_adopts_nothing(
-    tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor, answer: Any, words: str
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor, *, answer: Any, words: str
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     handoff_id = inbox.request_handoff("alpha", "beta", "take over", descriptor=checkpoint).handoff_id
 
     def hook(_request: InboxRequest) -> Any:
@@ -662,9 +703,9 @@ def test_serve_rejects_with_the_hook_s_reason_and_adopts_nothing(
 
 
 def test_serve_rejects_a_descriptor_addressed_to_another_agent(
-    tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     other = checkpoint.model_copy(update={"to_agent": "gamma"})
     handoff_id = inbox.request_handoff("alpha", "beta", "x", descriptor=other).handoff_id
     _serve(inbox, tmp_path, blobs, lambda _r: True, max_requests=1)
@@ -675,9 +716,9 @@ def test_serve_rejects_a_descriptor_addressed_to_another_agent(
 
 
 def test_serve_takes_the_most_urgent_request_first_and_a_request_without_descriptor_too(
-    tmp_path: Path, blobs: LocalBlobStore, clock: Clock
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, clock: Clock
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox", clock=clock)
+    inbox = HandoffInbox(inbox_at, clock=clock)
     ids = []
     for priority in (5, 1, 3):
         ids.append(inbox.request_handoff("alpha", "beta", "x", priority=priority).handoff_id)
@@ -689,9 +730,9 @@ def test_serve_takes_the_most_urgent_request_first_and_a_request_without_descrip
 
 
 def test_serve_resumes_a_request_accepted_but_not_adopted(
-    tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     handoff_id = inbox.request_handoff("alpha", "beta", "x", descriptor=checkpoint).handoff_id
     inbox.accept_handoff(handoff_id)  # as a serve() killed right after its claim leaves it
     asked: list[InboxRequest] = []
@@ -703,9 +744,9 @@ def test_serve_resumes_a_request_accepted_but_not_adopted(
 
 
 def test_a_failing_on_handoff_received_leaves_the_request_accepted_and_a_later_serve_completes_it(
-    tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor, caplog: pytest.LogCaptureFixture
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor, caplog: pytest.LogCaptureFixture
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     handoff_id = inbox.request_handoff("alpha", "beta", "x", descriptor=checkpoint).handoff_id
     stop = threading.Event()
 
@@ -728,9 +769,9 @@ def test_a_failing_on_handoff_received_leaves_the_request_accepted_and_a_later_s
 
 
 def test_serve_picks_up_a_new_request_by_its_file_event_long_before_the_rescan(
-    tmp_path: Path, blobs: LocalBlobStore
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     first = inbox.request_handoff("alpha", "beta", "first").handoff_id
     received = Received()
     stop = threading.Event()
@@ -762,8 +803,8 @@ def test_serve_picks_up_a_new_request_by_its_file_event_long_before_the_rescan(
     assert [r.handoff_id for r in result[0]] == [first, second]
 
 
-def test_serve_refuses_bad_arguments(tmp_path: Path, blobs: LocalBlobStore) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+def test_serve_refuses_bad_arguments(inbox_at: str, tmp_path: Path, blobs: LocalBlobStore) -> None:
+    inbox = HandoffInbox(inbox_at)
     with pytest.raises(InvalidNameError):
         inbox.serve(
             "../beta",
@@ -885,15 +926,15 @@ def test_fallback_refuses_an_empty_list(inbox: HandoffInbox) -> None:
         request_handoff_with_fallback(inbox, [], from_agent="alpha", reason="x")
 
 
-def test_inbox_files_are_private_to_their_user(inbox: HandoffInbox) -> None:
-    inbox.request_handoff("alpha", "beta", "x")
-    assert inbox.path.stat().st_mode & 0o077 == 0
+def test_inbox_files_are_private_to_their_user(folder_inbox: HandoffInbox) -> None:
+    folder_inbox.request_handoff("alpha", "beta", "x")
+    assert folder_inbox.path.stat().st_mode & 0o077 == 0
 
 
 def test_serve_resumes_an_adoption_cut_short_after_its_commit_point(
-    tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     handoff_id = inbox.request_handoff("alpha", "beta", "x", descriptor=checkpoint).handoff_id
     inbox.accept_handoff(handoff_id)
     thread = tmp_path / "threads" / thread_id_for(handoff_id)
@@ -908,9 +949,9 @@ def test_serve_resumes_an_adoption_cut_short_after_its_commit_point(
 
 
 def test_serve_leaves_accepted_a_request_whose_thread_holds_another_checkpoint(
-    tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor, caplog: pytest.LogCaptureFixture
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor, caplog: pytest.LogCaptureFixture
 ) -> None:
-    inbox = HandoffInbox(tmp_path / "inbox")
+    inbox = HandoffInbox(inbox_at)
     handoff_id = inbox.request_handoff("alpha", "beta", "x", descriptor=checkpoint).handoff_id
     inbox.accept_handoff(handoff_id)
     HandoffStore(tmp_path / "threads" / thread_id_for(handoff_id)).save(_layers(9))  # someone else's thread

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import signal
 import subprocess
@@ -111,7 +112,9 @@ def spawn(tmp_path: Path, python: str, subprocess_env: dict[str, str]) -> Iterat
     log = (tmp_path / "children.log").open("a")
 
     def start(*args: str) -> Child:
-        child = Child(python, list(args), subprocess_env, log)
+        # the AWS variables a bucket's fixture set after this one was made
+        aws = {name: value for name, value in os.environ.items() if name.startswith("AWS_")}
+        child = Child(python, list(args), {**subprocess_env, **aws}, log)
         children.append(child)
         return child
 
@@ -130,9 +133,19 @@ def inbox_dir(tmp_path: Path) -> Path:
     return tmp_path / "inbox"
 
 
-def _check(spawn: Callable[..., Child], inbox_dir: Path) -> dict[str, Any]:
+@pytest.fixture(params=["folder", "bucket"])
+def inbox_at(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The shared inbox every participant opens: a folder, or a prefix in a bucket of SeaweedFS (no lock there:
+    each change is conditional on the ETag it read)."""
+    if request.param == "folder":
+        return str(tmp_path / "inbox")
+    url: str = request.getfixturevalue("bucket_url")
+    return url
+
+
+def _check(spawn: Callable[..., Child], inbox: str | Path) -> dict[str, Any]:
     """What a fresh process finds in the inbox (and whether it can still write there)."""
-    checker = spawn("check", str(inbox_dir))
+    checker = spawn("check", str(inbox))
     lines = checker.wait_for(bool)
     assert checker.proc.wait(WAIT) == 0
     report: dict[str, Any] = json.loads(lines[0])
@@ -191,11 +204,11 @@ def _race(racers: list[Child], mode: str, handoff_id: str) -> list[list[str]]:
 
 
 def test_eight_processes_racing_to_accept_one_request_exactly_one_wins(
-    spawn: Callable[..., Child], inbox_dir: Path
+    spawn: Callable[..., Child], inbox_at: str
 ) -> None:
-    inbox = HandoffInbox(inbox_dir)
+    inbox = HandoffInbox(inbox_at)
     inbox.request_handoff("alpha", "beta", "create the inbox before the racers open it")
-    racers = [spawn("race", str(inbox_dir)) for _ in range(RACERS)]
+    racers = [spawn("race", inbox_at) for _ in range(RACERS)]
     for racer in racers:
         racer.wait_for(lambda lines: READY in lines)
     for round_ in range(4):
@@ -206,7 +219,7 @@ def test_eight_processes_racing_to_accept_one_request_exactly_one_wins(
         # every loser was told why: the message names the status the winner left
         assert all(words[2:] == ["ACCEPTED", "named"] for words in outcomes if words[0] == "LOST"), outcomes
         assert inbox.get_handoff_status(handoff_id) is HandoffStatus.ACCEPTED
-    # the same count catches an acceptor that does not read-check-write under the lock
+    # the same count catches an acceptor that does not read-check-write under the lock (or conditionally)
     handoff_id = inbox.request_handoff("alpha", "beta", "broken round").handoff_id
     outcomes = _race(racers, "unlocked", handoff_id)
     assert _winners(outcomes) > 1, outcomes
@@ -219,17 +232,17 @@ def test_eight_processes_racing_to_accept_one_request_exactly_one_wins(
 
 @pytest.mark.parametrize("mode", [pytest.param("request", id="requester"), pytest.param("churn", id="acceptor")])
 def test_a_sigkilled_participant_leaves_an_inbox_a_fresh_process_reads_whole(
-    spawn: Callable[..., Child], inbox_dir: Path, mode: str
+    spawn: Callable[..., Child], inbox_at: str, mode: str
 ) -> None:
     rng = random.Random(f"inbox-kill-{mode}")  # kill timing, not secrets
     acked: dict[str, str] = {}
     for _ in range(KILLS):
-        participant = spawn(mode, str(inbox_dir))
+        participant = spawn(mode, inbox_at)
         participant.wait_for(lambda lines: len(lines) >= 3)
-        time.sleep(rng.uniform(0, 0.03))  # land anywhere in a write: temp file, fsync, rename
+        time.sleep(rng.uniform(0, 0.03))  # land anywhere in a write: temp file, fsync, rename; mid-PUT
         participant.kill()
         acked.update(_acked(participant))
-        report = _check(spawn, inbox_dir)
+        report = _check(spawn, inbox_at)
         assert consistency(report, acked) == [], report
     assert len(acked) >= KILLS
 

@@ -12,7 +12,7 @@ import pytest
 
 from handoff_files.format.codec import parse_json
 from handoff_files.foundation.errors import HandoffValidationError
-from handoff_files.inbox import request_files
+from handoff_files.inbox import request_codec
 from handoff_files.inbox.lifecycle import HandoffInbox
 from handoff_files.inbox.request import InboxRequest
 from handoff_files.inbox.status import HandoffStatus
@@ -108,7 +108,7 @@ def test_a_request_file_is_parsed_once_by_the_strict_reader_and_never_again_by_p
     def second_parse(*_: object, **__: object) -> InboxRequest:
         pytest.fail("the request file's bytes were parsed a second time, by pydantic")
 
-    monkeypatch.setattr(request_files, "parse_json", counted)
+    monkeypatch.setattr(request_codec, "parse_json", counted)
     monkeypatch.setattr(InboxRequest, "model_validate_json", second_parse)
     record = inbox.get_handoff(handoff_id)
     assert record is not None

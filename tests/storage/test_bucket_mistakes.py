@@ -27,7 +27,7 @@ def _saver(root: str) -> object:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: HandoffInbox("s3://bucket/inbox"),
+        lambda: HandoffInbox("s3:/bucket/inbox").request_handoff("alpha", "beta", "x"),  # a typo: never a folder
         lambda: HandoffStore("s3:/bucket/thread").save({"narrative": "x"}),  # one slash: a typo, not a folder
         lambda: HandoffStore("s3:bucket/thread").save({"narrative": "x"}),
         lambda: HandoffStore(Path("s3://bucket/thread")).save({"narrative": "x"}),  # a Path folds the //
@@ -35,7 +35,7 @@ def _saver(root: str) -> object:
         lambda: Targets.of(thread=None, root="s3://bucket/agents"),  # handoff mcp --root
         lambda: _saver("s3://bucket/graphs"),
     ],
-    ids=["inbox", "one-slash", "no-slash", "as-a-path", "blob-store", "mcp-root", "langgraph-saver"],
+    ids=["inbox-one-slash", "one-slash", "no-slash", "as-a-path", "blob-store", "mcp-root", "langgraph-saver"],
 )
 def test_a_url_where_a_folder_is_taken_is_refused_never_made_a_folder(
     make: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
