@@ -82,9 +82,10 @@ def _add_inbox_commands(add: Add) -> None:
     p = add(
         "inbox",
         handler("commands_transfer", "inbox_list"),
-        "ask another agent to take work over, and answer such requests (an inbox folder)",
+        "ask another agent to take work over, and answer such requests (an inbox folder or s3:// URL)",
     )
-    p.add_argument("dir", metavar="INBOX", help="the inbox folder shared by the agents (created on the first request)")
+    help_dir = "the inbox the agents share: a folder (created on the first request) or s3://bucket/prefix"
+    p.add_argument("dir", metavar="INBOX", help=help_dir)
     _inbox_options(p, default=False)
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 

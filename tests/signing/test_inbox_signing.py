@@ -18,7 +18,7 @@ import pytest
 from handoff_files import HandoffInbox, SignatureError, UntrustedSignerError
 from handoff_files.cli.main import main
 from handoff_files.format import seal as sealing
-from handoff_files.foundation.errors import HandoffValidationError
+from handoff_files.foundation.errors import HandoffValidationError, InvalidTransitionError
 from handoff_files.inbox.signatures import offer_text
 from handoff_files.inbox.status import HandoffStatus
 from handoff_files.signing.keys import SigningKey, allowed_signers_line, create_key
@@ -238,3 +238,21 @@ def test_the_inbox_commands_sign_and_say_who_signed(
     assert len(err.strip().splitlines()) == 1
     assert main(["inbox", "--require-signed", inbox, "list", "--all"]) == 0
     assert "note: skipped an untrusted request" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("where", ["folder", "bucket"])
+def test_the_agent_that_lost_an_accept_is_told_who_won(
+    request: pytest.FixtureRequest, tmp_path: Path, alice: SigningKey, signing_home: Path, where: str
+) -> None:
+    """Two agents accept one request: the second is refused, naming the status, since when, and the winner's
+    principal (the signer of the change), on a folder and on a bucket of the real object store."""
+    at = str(tmp_path / "inbox") if where == "folder" else str(request.getfixturevalue("bucket_url"))
+    bob = create_key(tmp_path / "bob")
+    with (signing_home / "allowed_signers").open("a", encoding="utf-8") as out:
+        out.write(allowed_signers_line(bob, "bob@example.com") + "\n")
+    asked = HandoffInbox(at, signing_key=False).request_handoff("a", "b", "take it")
+    HandoffInbox(at, signing_key=bob).accept_handoff(asked.handoff_id)
+    with pytest.raises(InvalidTransitionError) as lost:
+        HandoffInbox(at, signing_key=alice).accept_handoff(asked.handoff_id)
+    assert "it is ACCEPTED (since " in lost.value.reason
+    assert ") by bob@example.com, not in PENDING status" in lost.value.reason

@@ -150,3 +150,40 @@ def test_log_tells_a_bucket_threads_story_and_names_a_planted_event(bucket_url: 
     assert told["entries"][2]["code"] == "right"
     assert any("planted.json: not an event the library writes" in p for p in told["problems"])
     assert re.search(r"saved +gen 2", _handoff("log", bucket_url).stdout)
+
+
+def test_the_inbox_commands_on_a_bucket(bucket_url: str) -> None:
+    """``handoff inbox s3://… request|list|accept|complete|status``, as two agents on two machines type them."""
+    asked = _handoff("inbox", bucket_url, "request", "--from", "alpha", "--to", "beta", "--reason", "take the importer")
+    assert asked.returncode == 0, asked.stderr
+    listed = json.loads(_handoff("inbox", bucket_url, "list", "--json").stdout)
+    [request] = listed["requests"]
+    assert (request["status"], request["reason"], listed["problems"]) == ("PENDING", "take the importer", [])
+    short = request["handoff_id"][:8]
+    assert short in _handoff("inbox", bucket_url, "list").stdout
+    accepted = _handoff("inbox", bucket_url, "accept", short)
+    assert accepted.returncode == 0, accepted.stderr
+    assert "ACCEPTED" in accepted.stdout
+    again = _handoff("inbox", bucket_url, "accept", short)  # the other machine, a moment later
+    assert again.returncode == 1
+    assert again.stderr.count("\n") == 1
+    assert again.stderr.startswith(f"handoff: {bucket_url}/requests/{request['handoff_id']}.json: cannot accept")
+    assert "it is ACCEPTED (since" in again.stderr
+    assert _handoff("inbox", bucket_url, "complete", short).returncode == 0
+    assert "COMPLETED" in _handoff("inbox", bucket_url, "status", short).stdout
+    assert BucketStorage(bucket_url).list("") == [f"requests/{request['handoff_id']}.json"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--shared", "list"], "a bucket's access is its policy's"),
+        (["accept", "0123"], "no handoff request in this inbox has an id starting with 0123"),
+    ],
+)
+def test_the_inbox_on_a_bucket_refuses_in_one_line(bucket_url: str, argv: list[str], words: str) -> None:
+    done = _handoff("inbox", bucket_url, *argv)
+    assert done.returncode == 1, done
+    assert done.stderr.count("\n") == 1
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr
