@@ -53,6 +53,10 @@ EXCEPTIONS: Final[dict[tuple[str, str], str]] = {
         "lazy, in HandoffStore.__new__ for a URL only: `HandoffStore('s3://…')` makes the subclass that keeps a "
         "thread on object storage (as pathlib's Path makes a PosixPath), which stands on the store it extends"
     ),
+    ("handoff_files.langgraph.saver", "handoff_files.langgraph.bucket_saver"): (
+        "lazy, in HandoffSaver.__new__ for a URL only: `HandoffSaver('s3://…')` makes the subclass that keeps "
+        "checkpoints on object storage, as HandoffStore does"
+    ),
     ("handoff_files.watchers.watcher", "handoff_files.watchers.polling"): (
         "lazy, in watch() for a URL only: a bucket thread's watch polls, and extends the folder's Watcher"
     ),

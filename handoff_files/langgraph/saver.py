@@ -54,7 +54,6 @@ LAYER_KEYS: Final = {
     "priorities": "priorities",
     "warnings": "warnings",
 }
-_STRATEGIES: Final = ("keep_latest", "delete")
 
 
 class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
@@ -70,7 +69,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     the keys ``narrative``, ``decisions``, ``priorities`` and ``warnings`` (or those *layers* names),
     each checkpoint is also a five-layer handoff for ``handoff show``.
 
-    :param root: the folder that holds the threads (created on the first save).
+    :param root: the folder that holds the threads (created on the first save), or ``s3://bucket/prefix``
+        (a :class:`~handoff_files.langgraph.bucket_saver.BucketSaver`, the same API on object storage).
     :param durability: ``"journal"`` (default): ``put`` returns once the journal line holding the
         checkpoint is flushed, one flush as SqliteSaver's WAL; a process's first read copies back
         a checkpoint a crash left only there. ``"full"``: once the checkpoint's own file is too.
@@ -90,6 +90,13 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     :param signing_key: signs each checkpoint, as HandoffStore's (None: the configured key; False: none).
     :raises HandoffValidationError: for an *allowed_types* entry that is neither.
     """
+
+    def __new__(cls, root: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> HandoffSaver:
+        if cls is HandoffSaver and isinstance(root, str) and root.startswith("s3://"):  # a URL: on object storage
+            from handoff_files.langgraph.bucket_saver import BucketSaver  # noqa: PLC0415 -- a bucket's saver only
+
+            return super().__new__(BucketSaver)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -114,11 +121,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
         if durability not in DURABILITIES:
             msg = f"durability must be one of {', '.join(map(repr, DURABILITIES))}, not {durability!r}"
             raise HandoffError(self.root, msg)
-        if keep is not None and (not isinstance(keep, int) or isinstance(keep, bool) or keep < 1):
-            msg = f"keep must be a whole number of checkpoints, at least 1, or None; got {keep!r}"
-            raise HandoffError(self.root, msg)
         self.durability: Durability = durability
-        self.keep = keep
+        self.keep = threads.check_keep(keep, self.root)
         self.layers = dict(LAYER_KEYS if layers is None else layers)
         #: the thread and namespace folders (shared by the copies :meth:`with_allowlist` makes)
         self.folders = Folders(self.root, durability=durability, keep=keep, signing_key=signing_key)
@@ -140,11 +144,11 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _decode(self, stored: Any, where: Path) -> Any:
+    def _decode(self, stored: Any, where: Path | str) -> Any:
         serde: SerdeProtocol = self.serde
         return decode_value(stored, serde, str(where), allowed=self.allowed_types)
 
-    def _encode(self, value: Any, where: Path) -> dict[str, Any]:
+    def _encode(self, value: Any, where: Path | str) -> dict[str, Any]:
         serde: SerdeProtocol = self.serde
         return encode_value(value, serde, allowed=self.allowed_types, where=str(where), opaque=self.opaque)
 
@@ -379,14 +383,8 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep each namespace's newest checkpoint (and its writes); ``delete``: delete the threads."""
-        if strategy not in _STRATEGIES:
-            msg = f"prune strategy must be one of {', '.join(_STRATEGIES)}, not {strategy!r}"
-            raise ValueError(msg)
-        for thread_id in thread_ids:
-            if strategy == "delete":
-                self.delete_thread(thread_id)
-                continue
-            threads.keep_latest(self, str(thread_id))
+        for thread_id in threads.pruned(thread_ids, strategy, self.delete_thread):
+            threads.keep_latest(self, thread_id)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint of a thread, with its id, metadata, values and writes, to a new thread.

@@ -14,7 +14,7 @@ import os
 import shutil
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -118,6 +118,29 @@ def delete_for_runs(saver: HandoffSaver, run_ids: Sequence[str]) -> None:
                 passed_over(namespace, damaged)
                 doomed = [entry for entry in entries if saver.metadata_of(entry).get("run_id") in runs]
                 namespace.remove(doomed, writes_files)
+
+
+def check_keep(keep: object, where: str | os.PathLike[str]) -> int | None:
+    """*keep* if it is None or a whole number of checkpoints, at least 1; else :class:`HandoffError` naming *where*."""
+    if keep is not None and (not isinstance(keep, int) or isinstance(keep, bool) or keep < 1):
+        msg = f"keep must be a whole number of checkpoints, at least 1, or None; got {keep!r}"
+        raise HandoffError(where, msg)
+    return keep
+
+
+def pruned(thread_ids: Sequence[str], strategy: str, delete: Callable[[str], None]) -> Iterator[str]:
+    """``prune``'s threads: with ``delete``, each is deleted here; with ``keep_latest``, each is yielded to prune.
+
+    :raises ValueError: for another *strategy*, before any thread is touched.
+    """
+    if strategy not in ("keep_latest", "delete"):
+        msg = f"prune strategy must be one of keep_latest, delete, not {strategy!r}"
+        raise ValueError(msg)
+    for thread_id in thread_ids:
+        if strategy == "delete":
+            delete(str(thread_id))
+        else:
+            yield str(thread_id)
 
 
 def keep_latest(saver: HandoffSaver, thread_id: str) -> None:

@@ -1,23 +1,32 @@
-"""LangGraph's own conformance suite against HandoffSaver: every capability detected and passing."""
+"""LangGraph's own conformance suite against HandoffSaver, on a folder and on object storage: every capability."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from handoff_files.langgraph import HandoffSaver
 
 
-def test_the_conformance_suite_passes_every_capability_at_level_full(tmp_path: Path) -> None:
+@pytest.fixture(params=["folder", "bucket"])
+def root_of(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], str]:
+    """A fresh root per call: a folder, or a prefix in a bucket of the real object store (SeaweedFS)."""
+    if request.param == "folder":
+        return lambda: str(tmp_path / uuid.uuid4().hex)
+    url: str = request.getfixturevalue("bucket_url")
+    return lambda: f"{url}-{uuid.uuid4().hex[:12]}"
+
+
+def test_the_conformance_suite_passes_every_capability_at_level_full(root_of: Callable[[], str]) -> None:
     @checkpointer_test(name="HandoffSaver")
     async def saver() -> AsyncIterator[HandoffSaver]:
-        root = tmp_path / uuid.uuid4().hex  # the suite asks for a fresh saver per capability
-        yield HandoffSaver(root)
+        yield HandoffSaver(root_of())  # the suite asks for a fresh saver per capability
 
     report = asyncio.run(validate(saver))
     outcome = report.to_dict()

@@ -1,0 +1,128 @@
+"""Removing and copying checkpoints on object storage: the bucket saver's ``delete_thread``, ``delete_for_runs``,
+``prune`` and ``copy_thread`` (objects go, or come, one by one: a bucket has no rename of a folder)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffValidationError
+from handoff_files.langgraph.bucket_keys import WRITE_KIND, Found, encode_name, sealed, thread_prefix, writes_prefix
+from handoff_files.langgraph.threads import DELTA_KEY
+
+if TYPE_CHECKING:
+    from handoff_files.storage import Storage
+
+__all__ = ["copy_thread", "delete_for_runs", "delete_thread", "keep_latest", "keep_newest"]
+
+
+class BucketSaver(Protocol):
+    """What these functions ask of the bucket saver (:class:`~handoff_files.langgraph.bucket_saver.BucketSaver`)."""
+
+    @property
+    def where(self) -> str: ...
+    @property
+    def storage(self) -> Storage: ...
+    def checkpoints(self, prefix: str) -> list[Found]: ...
+    def metadata_at(self, item: Found) -> Any: ...
+    def parts(self, thread_id: object, checkpoint_ns: object) -> tuple[str, str]: ...
+    def read_object(self, key: str, *, kind: str = ...) -> dict[str, Any]: ...
+
+
+_DELTA = (
+    "this graph uses a DeltaChannel, whose value is rebuilt from the writes of older checkpoints: "
+    "pruning them would silently empty it; keep every checkpoint (keep=None) or delete the thread"
+)
+
+
+def delete_thread(saver: BucketSaver, thread_id: str) -> None:
+    """Remove every checkpoint of the thread, oldest first, with its writes; then anything left under it."""
+    thread = encode_name(thread_id, "thread_id", saver.where)
+    remove(saver, saver.checkpoints(thread_prefix(thread))[::-1])
+    for key in saver.storage.list(thread_prefix(thread)):
+        saver.storage.remove(key)
+
+
+def delete_for_runs(saver: BucketSaver, run_ids: Sequence[str]) -> None:
+    """Remove every checkpoint (and its writes) whose metadata's ``run_id`` is one of *run_ids*."""
+    runs = set(run_ids)
+    if not runs:
+        return
+    doomed = []
+    for item in saver.checkpoints(""):
+        with _gone():
+            if saver.metadata_at(item).get("run_id") in runs:
+                doomed.append(item)
+    remove(saver, doomed)
+
+
+def keep_latest(saver: BucketSaver, thread_id: str) -> None:
+    """Keep each namespace's newest checkpoint (and its writes)."""
+    thread = encode_name(thread_id, "thread_id", saver.where)
+    for checkpoint_ns in {item.checkpoint_ns for item in saver.checkpoints(thread_prefix(thread))}:
+        keep_newest(saver, thread_id, checkpoint_ns, 1)
+
+
+def keep_newest(saver: BucketSaver, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+    """Remove all but the *keep* newest checkpoints of a namespace, oldest first.
+
+    :raises HandoffValidationError: if the graph uses a DeltaChannel (its value needs the older writes).
+    """
+    thread, ns = saver.parts(thread_id, checkpoint_ns)
+    older = saver.checkpoints(thread_prefix(thread, ns))[keep:]
+    for item in older:
+        with _gone():
+            if saver.metadata_at(item).get(DELTA_KEY):
+                where = f"{saver.where}/{thread_prefix(thread, ns)}"
+                raise HandoffValidationError(where, _DELTA)
+    remove(saver, older[::-1])
+
+
+def remove(saver: BucketSaver, items: Sequence[Found]) -> None:
+    """Remove each checkpoint object, then its writes."""
+    for item in items:
+        saver.storage.remove(item.key)
+        for key in saver.storage.list(_writes_of(saver, item)):
+            saver.storage.remove(key)
+
+
+def copy_thread(saver: BucketSaver, source_thread_id: str, target_thread_id: str) -> None:
+    """Copy each checkpoint of the source, oldest first, its writes before it; undone on a failure.
+
+    :raises HandoffError: if the target thread already holds checkpoints (nothing is written then).
+    """
+    target = encode_name(target_thread_id, "target_thread_id", saver.where)
+    if saver.checkpoints(thread_prefix(target)):
+        where = f"{saver.where}/{thread_prefix(target)}"
+        raise HandoffError(where, "the target thread already holds checkpoints; copy into a new thread")
+    source = encode_name(source_thread_id, "thread_id", saver.where)
+    try:
+        for item in saver.checkpoints(thread_prefix(source))[::-1]:
+            with _gone():
+                _copy_one(saver, item, target, target_thread_id)
+    except BaseException:
+        for key in saver.storage.list(thread_prefix(target)):
+            saver.storage.remove(key)
+        raise
+
+
+def _copy_one(saver: BucketSaver, item: Found, target: str, target_thread_id: str) -> None:
+    record = saver.read_object(item.key)
+    for key in saver.storage.list(_writes_of(saver, item)):
+        with _gone():
+            write = {**saver.read_object(key, kind=WRITE_KIND), "thread_id": target_thread_id}
+            saver.storage.create(f"{target}/{key.split('/', 1)[1]}", sealed(write))
+    saver.storage.create(f"{target}/{item.key.split('/', 1)[1]}", sealed({**record, "thread_id": target_thread_id}))
+
+
+def _writes_of(saver: BucketSaver, item: Found) -> str:
+    thread, ns = saver.parts(item.thread_id, item.checkpoint_ns)
+    return writes_prefix(thread, ns, encode_name(item.checkpoint_id, "checkpoint_id", saver.where))
+
+
+@contextlib.contextmanager
+def _gone() -> Iterator[None]:
+    """Pass over an object another writer removed since the listing."""
+    with contextlib.suppress(HandoffNotFoundError):
+        yield
