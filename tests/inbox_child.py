@@ -158,6 +158,7 @@ def serve(inbox: HandoffInbox, options: argparse.Namespace) -> None:
         threads_dir=options.threads,
         stop=stop,
         rescan=options.rescan,
+        resume_after=options.resume_after,
     )
     for record in settled:
         say("SETTLED", record.handoff_id, record.status.value)
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blobs", default="blobs")
     parser.add_argument("--threads", default="threads")
     parser.add_argument("--rescan", type=float, default=30.0)
+    parser.add_argument("--resume-after", type=float, default=30.0)
     options = parser.parse_args(argv)
     inbox = HandoffInbox(options.inbox)
     modes: dict[str, Any] = {

@@ -23,6 +23,7 @@ from handoff_files.cli.commands_trust import register as add_trust_commands
 from handoff_files.cli.commands_verify import register as add_verify_commands
 from handoff_files.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from handoff_files.cli.lazy import handler as _handler
+from handoff_files.cli.safe_output import safe_streams
 from handoff_files.cli.transfer_parser import add_transfer_commands
 from handoff_files.foundation.errors import HandoffError
 from handoff_files.foundation.version import __version__
@@ -340,26 +341,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             getattr(args, "usage_error", parser.error)(_unrecognized(args, extra, words))
         args.failed = False
         args.exit_code = None
-        try:
-            output = args.func(args)
-        except BrokenPipeError:
-            raise  # the reader of what the command printed went away: not a failure of the command
-        except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
-            from handoff_files.cli.machine import in_cli_words, report_failure  # noqa: PLC0415 -- only an error needs it
+        with safe_streams():  # text another agent or a repository wrote never drives the terminal
+            try:
+                output = args.func(args)
+            except BrokenPipeError:
+                raise  # the reader of what the command printed went away: not a failure of the command
+            except (HandoffError, OSError) as exc:  # OSError: the net under a path the library never got to
+                from handoff_files.cli.machine import in_cli_words, report_failure  # noqa: PLC0415 -- only an error
 
-            report_failure(in_cli_words(exc, args), machine=getattr(args, "json", False))
-            return EXIT_ERROR
-        sys.stdout.write(output)
-        sys.stdout.flush()
+                report_failure(in_cli_words(exc, args), machine=getattr(args, "json", False))
+                return EXIT_ERROR
+            sys.stdout.write(output)
+            sys.stdout.flush()
     except KeyboardInterrupt:
         print("handoff: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `handoff log | head`: the reader has all it wanted
-        _quiet_stdout()  # stdout's buffer can no longer be flushed: point it at nothing so the exit is quiet
+        from handoff_files.cli.machine import quiet_stdout  # noqa: PLC0415 -- only a failed stdout needs it
+
+        quiet_stdout()  # stdout's buffer can no longer be flushed: point it at nothing so the exit is quiet
         return EXIT_OK
     except OSError as exc:  # stdout itself cannot be written (`> /dev/full`, a full disk, an I/O error)
         print(f"handoff: <stdout>: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
-        _quiet_stdout()
+        from handoff_files.cli.machine import quiet_stdout  # noqa: PLC0415 -- only a failed stdout needs it
+
+        quiet_stdout()
         return EXIT_ERROR
     if args.exit_code is not None:
         return int(args.exit_code)
@@ -387,12 +393,6 @@ def _unrecognized(args: argparse.Namespace, extra: list[str], words: list[str]) 
     start = words.index(command[0], words.index("run") + 1)  # where the agent's command begins
     fixed = shlex.join(words[words.index("run") + 1 : start]) + " -- " + shlex.join(words[start:])
     return f"{said} (the agent's command has options of its own: put it after --, as in: handoff run {fixed})"
-
-
-def _quiet_stdout() -> None:
-    from handoff_files.cli.machine import quiet_stdout  # noqa: PLC0415 -- only a failed stdout needs it
-
-    quiet_stdout()
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def request_table(
     for r, handoff_id in shown:
         deadline = f"  expires {moment(r.expires_at)}" if r.expires_at and r.status is HandoffStatus.PENDING else ""
         who = f"{r.from_agent} → {r.to_agent or '?'}"
-        reason = r.reason if len(r.reason) <= 60 else r.reason[:59] + "…"
+        reason = one_line(r.reason if len(r.reason) <= 60 else r.reason[:59] + "…")  # one request, one line
         lines.append(
             f"{handoff_id:<{width}}  {r.status.value:<9} p{r.priority:<3} {who:<28} {moment(r.created_at)}"
             f"{deadline}  {reason}"

@@ -37,6 +37,8 @@ _HANG_WIDTH: Final = 30
 Style = Literal["heading", "good", "warn", "bad"]
 # Select Graphic Rendition codes: bold headings; green, yellow and red level words. Nothing else is coloured.
 _SGR: Final[dict[Style, str]] = {"heading": "1", "good": "32", "warn": "33", "bad": "31"}
+#: Every colour code the CLI writes (``ESC [ code m``), the reset included: the only escapes its output holds.
+SGR_CODES: Final = frozenset({*_SGR.values(), "0"})
 
 
 @dataclass(frozen=True, slots=True)

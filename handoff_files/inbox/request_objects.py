@@ -162,7 +162,7 @@ def open_requests(
     from handoff_files.storage import is_url, open_storage  # noqa: PLC0415 -- obstore only for a bucket
     from handoff_files.thread.signatures import KeySource  # noqa: PLC0415 -- as the inbox did
 
-    if is_url(directory):
+    if is_url(directory) or (isinstance(directory, str) and "://" in directory):  # S3://, gs://: said as such
         storage = open_storage(directory)
         if shared:
             msg = "shared= sets a folder's modes; a bucket's access is its policy's (drop --shared)"

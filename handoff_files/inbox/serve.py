@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import threading
@@ -36,6 +37,8 @@ __all__ = [
 
 #: Seconds between rescans of the inbox while serving, when no file event comes.
 DEFAULT_SERVE_RESCAN: Final = 2.0
+#: Seconds an ACCEPTED request is left to the serve() that accepted it before another resumes it.
+DEFAULT_RESUME_AFTER: Final = 30.0
 _STOP_POLL: Final = 0.1  # how often a waiting serve() looks at its stop event
 
 logger = logging.getLogger(__name__)
@@ -60,6 +63,7 @@ class ServedInbox(Protocol):
     def list_handoffs(
         self, *, to_agent: str | None = None, status: HandoffStatus | None = None
     ) -> list[InboxRequest]: ...
+    def now(self) -> dt.datetime: ...
     def accept_handoff(self, handoff_id: str) -> InboxRequest: ...
     def reject_handoff(self, handoff_id: str, reason: str) -> InboxRequest: ...
     def complete_handoff(self, handoff_id: str) -> InboxRequest: ...
@@ -74,6 +78,7 @@ class ServeOptions(TypedDict):
     threads_dir: str | os.PathLike[str]
     stop: NotRequired[threading.Event | None]
     rescan: NotRequired[float]
+    resume_after: NotRequired[float]
     max_requests: NotRequired[int | None]
 
 
@@ -93,12 +98,14 @@ def serve(
     threads_dir: str | os.PathLike[str],
     stop: threading.Event | None = None,
     rescan: float = DEFAULT_SERVE_RESCAN,
+    resume_after: float = DEFAULT_RESUME_AFTER,
     max_requests: int | None = None,
 ) -> list[InboxRequest]:
     """Serve *agent_id*'s requests in *inbox* in this process until *stop* is set (or *max_requests* are settled).
 
     Watches ``requests/`` (watchdog; a rescan every *rescan* seconds is the net for dropped
-    events) and takes the requests addressed to *agent_id* most urgent first. For each:
+    events; an inbox on a bucket sends no events and is listed every *rescan* seconds) and takes
+    the requests addressed to *agent_id* most urgent first. For each:
 
     1. ``on_handoff_request(request)`` decides: True accepts; a string (or False) rejects with
        that reason. A hook that raises rejects with the exception's text.
@@ -113,16 +120,20 @@ def serve(
     6. ``complete_handoff`` marks it COMPLETED.
 
     A crash before 3 leaves the request PENDING: a restarted serve() asks the hook again.
-    A crash after 3 leaves it ACCEPTED: a restarted serve() resumes the ACCEPTED requests
-    addressed to it first, adopting the checkpoint if its thread holds nothing yet (or
-    taking the thread a crashed adoption committed), then repeats 5 and 6, so
-    ``on_handoff_received`` runs at least once, possibly twice, for a request. If adoption
-    or ``on_handoff_received`` fails, the error is logged and the request stays ACCEPTED
-    until a later serve() resumes it.
+    A crash after 3 leaves it ACCEPTED: a serve() resumes the ACCEPTED requests addressed to
+    it first, once they have been ACCEPTED for *resume_after* seconds (by the inbox's clock;
+    until then they are the live server's that accepted them), adopting the checkpoint if its
+    thread holds nothing yet (or taking the thread a crashed adoption committed), then repeats
+    5 and 6, so ``on_handoff_received`` runs at least once, possibly twice, for a request. If
+    adoption or ``on_handoff_received`` fails, the error is logged and the request stays
+    ACCEPTED until a later serve() resumes it. Several serve() calls for one agent (on several
+    machines) each take a request once: set *resume_after* above the longest time adoption and
+    ``on_handoff_received`` take, or a slow one's request is resumed by another as if it had crashed.
 
     :param blobs: where descriptors' checkpoints are fetched from.
     :param threads_dir: the folder adopted threads are written into.
     :param stop: set it (from another thread, or a hook) to return after the current request.
+    :param resume_after: seconds (0 or more) before an ACCEPTED request is taken as left by a crashed serve().
     :returns: the requests this call settled (REJECTED or COMPLETED), in order.
     :raises HandoffValidationError: for a bad *agent_id*, *rescan* or *max_requests*.
     :raises HandoffError: if the inbox cannot be created, listed or watched.
@@ -130,6 +141,8 @@ def serve(
     from handoff_files.watchers.directory import watch_directory  # noqa: PLC0415 -- watchdog only for a serving agent
 
     check_id(agent_id, "agent_id", inbox.where)
+    if not (isinstance(resume_after, int | float) and resume_after >= 0):  # `not >=`: NaN is refused too
+        raise HandoffValidationError(inbox.where, f"resume_after must be 0 or more seconds, not {resume_after!r}")
     if max_requests is not None and (type(max_requests) is not int or max_requests < 1):
         msg = f"max_requests must be None or a positive integer, not {max_requests!r}"
         raise HandoffValidationError(inbox.where, msg)
@@ -140,6 +153,7 @@ def serve(
         on_received=on_handoff_received,
         blobs=blobs,
         threads=Path(threads_dir).absolute(),
+        resume_after=dt.timedelta(seconds=resume_after),
     )
     stop = stop if stop is not None else threading.Event()
     wake = threading.Event()
@@ -172,8 +186,10 @@ class _Server:
         on_received: OnReceived,
         blobs: BlobStore,
         threads: Path,
+        resume_after: dt.timedelta,
     ) -> None:
         self.inbox = inbox
+        self.resume_after = resume_after
         self.agent_id = agent_id
         self.on_request = on_request
         self.on_received = on_received
@@ -203,10 +219,15 @@ class _Server:
 
     def next_request(self) -> InboxRequest | None:
         """ACCEPTED requests left by a crashed serve() first, then the most urgent PENDING one."""
+        left = self.inbox.now() - self.resume_after  # accepted before this: no live server is on it
         mine = [
             record
             for record in self.inbox.list_handoffs(to_agent=self.agent_id)
-            if record.handoff_id not in self.tried and record.status in (HandoffStatus.ACCEPTED, HandoffStatus.PENDING)
+            if record.handoff_id not in self.tried
+            and (
+                record.status is HandoffStatus.PENDING
+                or (record.status is HandoffStatus.ACCEPTED and (record.accepted_at or left) <= left)
+            )
         ]
         if not mine:
             return None
@@ -228,6 +249,10 @@ class _Server:
                 logger.exception("serving %s: on_handoff_received raised for %s", self.agent_id, request.handoff_id)
                 return
             self.settled.append(self.inbox.complete_handoff(request.handoff_id))
+        except InvalidTransitionError as exc:  # another server settled it meanwhile (it took it as left)
+            logger.warning(
+                "serving %s: handoff %s was settled by another server: %s", self.agent_id, request.handoff_id, exc
+            )
         except HandoffError as exc:
             # left as it is (ACCEPTED, most often): a later serve() resumes it
             status = request.status.value

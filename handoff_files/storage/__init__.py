@@ -33,6 +33,8 @@ def open_storage(target: str | os.PathLike[str]) -> Storage:
     if isinstance(target, str) and "://" in target:  # S3://, gs://, file://, http://: never a folder by accident
         scheme = target.partition("://")[0][:20]
         msg = f"only s3:// URLs name a store ({scheme}:// is not one yet); a folder is named by its path"
+        if scheme.lower() == "s3":
+            msg = f"write the scheme in lower case, s3://bucket/prefix ({scheme}:// is not read as s3://)"
         shown = f"{scheme}://…"  # the rest may hold a secret: never shown
         raise HandoffError(shown, msg)
     return LocalStorage(target)

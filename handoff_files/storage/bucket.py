@@ -231,6 +231,9 @@ def _failed(named: str, what: str, exc: BaseException) -> NoReturn:
     for mark, why in _SETTINGS:
         if mark in full:
             raise HandoffError(named, f"cannot {what} it: {why}") from exc
+    if "error sending request" in full:  # no answer at all: connection refused, no such host, TLS to plain HTTP
+        endpoint = os.environ.get("AWS_ENDPOINT_URL") or "AWS's own endpoint (AWS_ENDPOINT_URL is not set)"
+        said = f"cannot {what} it: no answer from {endpoint[:120]} (is the store running, and the endpoint right?)"
     raise StorageUnavailableError(named, said) from exc
 
 

@@ -645,7 +645,7 @@ def _serve(
         on_handoff_received=received,
         blobs=blobs,
         threads_dir=tmp_path / "threads",
-        rescan=0.2,
+        rescan=kw.pop("rescan", 0.2),
         **kw,
     )
     return settled, received
@@ -736,7 +736,7 @@ def test_serve_resumes_a_request_accepted_but_not_adopted(
     handoff_id = inbox.request_handoff("alpha", "beta", "x", descriptor=checkpoint).handoff_id
     inbox.accept_handoff(handoff_id)  # as a serve() killed right after its claim leaves it
     asked: list[InboxRequest] = []
-    settled, received = _serve(inbox, tmp_path, blobs, _asking(asked), max_requests=1)
+    settled, received = _serve(inbox, tmp_path, blobs, _asking(asked), max_requests=1, resume_after=0)
     assert asked == []  # already decided: the hook is not asked again
     assert [r.status for r in settled] == [COMPLETED]
     assert received.calls[0][1] is not None
@@ -760,7 +760,7 @@ def test_a_failing_on_handoff_received_leaves_the_request_accepted_and_a_later_s
     assert settled == []
     assert inbox.get_handoff_status(handoff_id) is ACCEPTED
     assert "agent not ready" in caplog.text
-    settled, received = _serve(inbox, tmp_path, blobs, lambda _r: True, max_requests=1)
+    settled, received = _serve(inbox, tmp_path, blobs, lambda _r: True, max_requests=1, resume_after=0)
     assert [r.status for r in settled] == [COMPLETED]
     result = received.calls[0][1]
     assert result is not None
@@ -941,7 +941,7 @@ def test_serve_resumes_an_adoption_cut_short_after_its_commit_point(
     adopt_checkpoint(checkpoint, thread, blobs=blobs, agent_id="beta")
     for name in ("handoff.json", "state.json", "journal.jsonl"):  # killed after history/, before the rest
         (thread / name).unlink()
-    settled, received = _serve(inbox, tmp_path, blobs, _asking([]), max_requests=1)
+    settled, received = _serve(inbox, tmp_path, blobs, _asking([]), max_requests=1, resume_after=0)
     assert [r.status for r in settled] == [COMPLETED]
     result = received.calls[0][1]
     assert result is not None
@@ -957,7 +957,7 @@ def test_serve_leaves_accepted_a_request_whose_thread_holds_another_checkpoint(
     HandoffStore(tmp_path / "threads" / thread_id_for(handoff_id)).save(_layers(9))  # someone else's thread
     stop = threading.Event()
     with caplog.at_level(logging.ERROR, logger="handoff_files.inbox.lifecycle"):
-        worker = threading.Thread(target=lambda: _serve(inbox, tmp_path, blobs, _asking([]), stop=stop))
+        worker = threading.Thread(target=lambda: _serve(inbox, tmp_path, blobs, _asking([]), stop=stop, resume_after=0))
         worker.start()
         deadline = time.monotonic() + 30
         while "not adopted from" not in caplog.text and time.monotonic() < deadline:
@@ -967,3 +967,35 @@ def test_serve_leaves_accepted_a_request_whose_thread_holds_another_checkpoint(
     assert "not adopted from" in caplog.text
     assert inbox.get_handoff_status(handoff_id) is ACCEPTED
     assert HandoffStore(tmp_path / "threads" / thread_id_for(handoff_id)).restore().handoff.state.data == {"step": 9}
+
+
+def test_a_request_another_server_accepted_just_now_is_left_to_it_until_resume_after(
+    inbox_at: str, tmp_path: Path, blobs: LocalBlobStore, checkpoint: Descriptor, clock: Clock
+) -> None:
+    """Two servers for one agent: an ACCEPTED request is the live server's for resume_after seconds (the
+    newcomer's finding: on a bucket, servers polling at other moments each resumed it, up to 4 times)."""
+    inbox = HandoffInbox(inbox_at, clock=clock)
+    handoff_id = inbox.request_handoff("alpha", "beta", "x", descriptor=checkpoint).handoff_id
+    inbox.accept_handoff(handoff_id)  # the other server's claim, a moment ago
+    received = Received()
+    stop = threading.Event()
+    worker = threading.Thread(
+        target=lambda: _serve(inbox, tmp_path, blobs, _asking([]), received=received, stop=stop, rescan=0.05)
+    )
+    worker.start()
+    try:
+        assert not received.event.wait(1.0)  # twenty listings, and it is not taken
+        clock.advance(29)
+        assert not received.event.wait(0.5)
+        clock.advance(1)  # DEFAULT_RESUME_AFTER: now it counts as left by a crashed server
+        assert received.event.wait(30)
+    finally:
+        stop.set()
+        worker.join(30)
+    assert inbox.get_handoff_status(handoff_id) is COMPLETED
+
+
+def test_resume_after_must_be_zero_or_more_seconds(inbox: HandoffInbox, tmp_path: Path, blobs: LocalBlobStore) -> None:
+    for bad in (-1, float("nan"), "soon"):
+        with pytest.raises(HandoffValidationError, match="resume_after"):
+            _serve(inbox, tmp_path, blobs, _asking([]), max_requests=1, resume_after=bad)

@@ -293,9 +293,12 @@ def _export(places: dict[str, Path], step: int) -> Descriptor:
     return handoff_checkpoint(store, blobs=LocalBlobStore(places["blobs"]))
 
 
-def _server(spawn: Callable[..., Child], inbox_dir: Path, places: dict[str, Path], agent: str, policy: str) -> Child:
+def _server(
+    spawn: Callable[..., Child], inbox_dir: Path, places: dict[str, Path], agent: str, policy: str, *extra: str
+) -> Child:
     server = spawn(
         "serve",
+        *extra,
         str(inbox_dir),
         "--agent",
         agent,
@@ -401,7 +404,8 @@ def test_a_sigkilled_server_leaves_its_request_for_the_next_serve_which_finishes
     claimed = inbox.request_handoff("alpha", "gamma", "claimed only", descriptor=descriptor).handoff_id
     inbox.accept_handoff(claimed)
 
-    server = _server(spawn, inbox_dir, places, "gamma", "accept")
+    # the killed servers' claims are left to them for --resume-after seconds: 0, as if long ago
+    server = _server(spawn, inbox_dir, places, "gamma", "accept", "--resume-after", "0")
     _wait_status(inbox, handoff_id, HandoffStatus.COMPLETED)
     _wait_status(inbox, claimed, HandoffStatus.COMPLETED)
     assert server.finish() == 0

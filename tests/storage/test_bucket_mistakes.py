@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,3 +106,29 @@ def test_show_and_watch_name_a_mistyped_url(typo: str, tmp_path: Path, monkeypat
         open_handoff(typo)
     with pytest.raises(InvalidNameError, match="mistyped URL"):
         watch(typo, on_change=lambda _: None)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda url: HandoffInbox(url).list_handoffs(),
+        lambda url: HandoffStore(url).restore(),
+    ],
+    ids=["inbox", "store"],
+)
+def test_an_upper_case_scheme_is_told_to_be_written_in_lower_case(make: Any, tmp_path: Path) -> None:
+    with pytest.raises(HandoffError, match="write the scheme in lower case") as caught:
+        make("S3://bucket/thread")
+    assert caught.value.path == "S3://…"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_that_does_not_answer_is_said_in_words_and_is_unavailability(
+    aws_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")  # nothing listens on port 1
+    with pytest.raises(StorageUnavailableError) as caught:
+        HandoffInbox("s3://bucket/inbox").list_handoffs()
+    assert caught.value.reason == (
+        "cannot list it: no answer from http://127.0.0.1:1 (is the store running, and the endpoint right?)"
+    )
