@@ -48,7 +48,9 @@ def add_agent_commands(add: Add) -> None:
     )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--thread", metavar="THREAD", help="the one thread the tools work on")
-    where.add_argument("--root", metavar="ROOT", help="a folder of threads: each call names its thread")
+    where.add_argument(
+        "--root", metavar="ROOT", help="a folder of threads, or s3://bucket/prefix: each call names its thread"
+    )
     p.add_argument("--blobs", metavar="URL", help="blob store for checkpoints (default: $HANDOFF_BLOBS)")
 
     agents = ["claude-code", "codex", "cursor"]

@@ -33,7 +33,7 @@ _RESUME: Final = (
 _FRESH: Final = "Nothing was handed off on this thread yet: start fresh, and call handoff_save{where} before you stop."
 
 
-def restore(path: Path, *, budget: int = DEFAULT_BUDGET) -> Restore:
+def restore(path: Path | str, *, budget: int = DEFAULT_BUDGET) -> Restore:
     """The briefing of the thread at *path*, within *budget* characters (generation 0: nothing saved yet).
 
     :raises HandoffError: if the thread cannot be restored, or the budget is too small for it.

@@ -172,9 +172,13 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> HandoffServer
 
         def work() -> Shown:
             path = targets.pick(thread)
+            from handoff_files.thread.bucketstore import BucketThreadStore  # noqa: PLC0415 -- only for a bucket
+
             store = HandoffStore(path)
             if generation is None:
                 handoff = store.restore().handoff
+            elif isinstance(store, BucketThreadStore):  # a bucket's thread: its history/ object, verified
+                handoff = store.generation(generation).handoff
             else:
                 found = [e for e in store.history() if e.generation == generation and e.problem is None]
                 if not found:

@@ -39,6 +39,7 @@ def server(*args: str) -> StdioServerParameters:
     env |= {
         name: os.environ[name] for name in ("XDG_CONFIG_HOME", "HANDOFF_FILES_ALLOWED_SIGNERS") if name in os.environ
     }
+    env |= {name: value for name, value in os.environ.items() if name.startswith("AWS_")}  # a bucket's test server
     return StdioServerParameters(command=sys.executable, args=["-m", "handoff_files", "mcp", *args], env=env)
 
 

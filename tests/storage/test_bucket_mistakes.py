@@ -33,7 +33,7 @@ def _saver(root: str) -> object:
         lambda: HandoffStore("s3:bucket/thread").save({"narrative": "x"}),
         lambda: HandoffStore(Path("s3://bucket/thread")).save({"narrative": "x"}),  # a Path folds the //
         lambda: LocalBlobStore("s3://bucket/blobs").put(b"x"),
-        lambda: Targets.of(thread=None, root="s3://bucket/agents"),  # handoff mcp --root
+        lambda: Targets.of(thread=None, root="s3:/bucket/agents"),  # handoff mcp --root, a typo
         lambda: _saver("s3:/bucket/graphs"),  # a typo: never a folder
     ],
     ids=["inbox-one-slash", "one-slash", "no-slash", "as-a-path", "blob-store", "mcp-root", "langgraph-saver"],
