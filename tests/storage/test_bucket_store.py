@@ -199,7 +199,7 @@ def test_folder_only_operations_say_so_in_one_line(bucket_url: str) -> None:
 def test_another_scheme_is_refused_never_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     for url in ("gs://bucket/thread", "S3://bucket/thread", "file:///tmp/x"):
-        with pytest.raises(HandoffError, match="only s3:// URLs|write the scheme in lower case"):
+        with pytest.raises(HandoffError, match=r"only s3:// URLs|write the scheme in lower case"):
             HandoffStore(url).save(_layers("one"))
     assert list(tmp_path.iterdir()) == []
 

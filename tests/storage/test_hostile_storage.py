@@ -122,7 +122,7 @@ def test_importing_the_package_never_imports_obstore() -> None:
 @pytest.mark.parametrize("url", ["S3://bucket/p", "gs://bucket/p", "file:///tmp/x", "http://127.0.0.1:1/b"])
 def test_a_url_of_another_scheme_is_refused_never_taken_for_a_folder(url: str, tmp_path: Path) -> None:
     os.chdir(tmp_path)
-    with pytest.raises(HandoffError, match="only s3:// URLs name a store|write the scheme in lower case"):
+    with pytest.raises(HandoffError, match=r"only s3:// URLs name a store|write the scheme in lower case"):
         open_storage(url)
     assert list(tmp_path.iterdir()) == []
 
