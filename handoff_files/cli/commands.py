@@ -327,7 +327,7 @@ def cmd_doctor(args: argparse.Namespace) -> str:
 
     store = thread_of(args.dir, **lock_options(args))
     findings = examine(store, repair=args.repair)
-    if thread_kind(store.layout) == "langgraph":  # a saver's thread: its writes/ and blobs/ too
+    if not store.where.startswith("s3://") and thread_kind(store.layout) == "langgraph":  # its writes/, blobs/ too
         from handoff_files.langgraph.checkup import examine_saver_files  # noqa: PLC0415 -- a saver's thread only
 
         findings += examine_saver_files(store.path)

@@ -68,11 +68,17 @@ def examine(thread: HandoffStore | str | os.PathLike[str], *, repair: bool = Fal
     A generation that no verified copy holds cannot be repaired: it is ``"unrepaired"`` (lost).
     A thread nothing was ever saved in checks clean.
 
+    A thread on object storage (a URL, or its store) is :func:`~handoff_files.thread.bucketdoctor.examine_bucket`'s.
+
     :param thread: the thread's store, or a path: its directory or its primary file.
     :raises NoHandoffError: if the thread directory does not exist.
     :raises HandoffError: if *thread* is a file but not a thread's primary.
     :raises HandoffLockedError: with *repair*, if another writer holds the lock past the timeout.
     """
+    if (thread.where if isinstance(thread, HandoffStore) else str(thread)).startswith("s3://"):
+        from handoff_files.thread.bucketdoctor import examine_bucket  # noqa: PLC0415 -- a bucket's only
+
+        return examine_bucket(thread.where if isinstance(thread, HandoffStore) else str(thread), repair=repair)
     store = thread if isinstance(thread, HandoffStore) else _store_of(Path(thread))
     if not store.path.is_dir():
         msg = "no such thread directory"

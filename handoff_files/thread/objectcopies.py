@@ -11,7 +11,7 @@ retention of old generations go out at once: none depends on another.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
@@ -49,9 +49,11 @@ class ReadableCopies:
         data: bytes,
         signing_key: SigningKey | None,
         prune: Callable[[], list[str]],
+        *,
+        keys: Collection[str] = (PRIMARY, MIRROR),
     ) -> list[str]:
-        """Move both copies on to the committed generation *document* (its bytes *data*) and run *prune*, at once;
-        what did not happen, one line each (the generation is committed whatever they say)."""
+        """Move the copies (*keys*: both) on to the committed generation *document* (its bytes *data*) and run
+        *prune*, at once; what did not happen, one line each (the generation is committed whatever they say)."""
         saved = {
             "generation": document["generation"],
             "seal": seal_text,
@@ -69,7 +71,9 @@ class ReadableCopies:
             self._pool_pid = os.getpid()
         generation = document["generation"]
         copies = [
-            self._pool.submit(self.advance, key, body, generation) for key, body in ((PRIMARY, data), (MIRROR, mirror))
+            self._pool.submit(self.advance, key, body, generation)
+            for key, body in ((PRIMARY, data), (MIRROR, mirror))
+            if key in keys
         ]
         pruned = self._pool.submit(prune)
         problems = [said for said in (copy.result() for copy in copies) if said is not None]

@@ -64,7 +64,7 @@ def test_save_show_history_brief_acknowledge_on_a_bucket(bucket_url: str) -> Non
 
 
 @pytest.mark.parametrize(
-    "command", [["log", "--follow"], ["doctor"], ["seal"], ["show", "--generation", "9"], ["validate"], ["edit"]]
+    "command", [["log", "--follow"], ["seal"], ["show", "--generation", "9"], ["validate"], ["edit"]]
 )
 def test_what_a_bucket_thread_cannot_do_says_so_in_one_line(bucket_url: str, command: list[str]) -> None:
     assert _handoff("save", bucket_url, "-", "--thread-id", "importer-fix", stdin=CONTENT).returncode == 0
