@@ -4,7 +4,8 @@ Every generation ``history/`` holds is read and verified (seal, signature), the 
 ones checked (each ``parent`` the seal before it), a hole between kept generations named, a
 generation of another thread named, and on a pinned thread (or with ``require_signed``) each
 generation no trusted key signed, and the rollback anchor. Generations below the oldest kept are
-retention's (a bucket thread keeps no signed retention record yet: they are said, not judged).
+judged by the thread's retention record (``retention.json`` under the prefix, written by the writers
+before they prune: :mod:`~handoff_files.thread.bucketretention`), as a folder's are.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.thread.bucketretention import read_bucket_record
 from handoff_files.thread.bucketstore import BucketThreadStore
+from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord
 from handoff_files.thread.signatures import SignerCheck, verified
-from handoff_files.thread.verify import CheckedGeneration, ThreadCheck, _chain, trust_of
+from handoff_files.thread.verify import CheckedGeneration, ThreadCheck, _chain, retention_of, trust_of
 
 __all__ = ["verify_bucket"]
 
@@ -51,8 +54,14 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
         report = checker.report(handoff, named)
         entries.append(CheckedGeneration(number, Path(key), str(handoff.seal), handoff.created_at, report, None))
         good[number] = handoff
-    held, _, wrong = trust_of(where, good, entries, require_signed=require_signed)
+    held, own, wrong = trust_of(where, good, entries, require_signed=require_signed)
     problems = _chain(good, set(numbers)) + wrong
-    oldest = min(numbers, default=1)
-    retention = None if oldest <= 1 else f"generations 1 to {oldest - 1}: not kept (retention removes the oldest)"
+    try:
+        found: RetentionRecord | HandoffError | None = read_bucket_record(storage)
+    except HandoffError as exc:
+        found = exc
+    strict = held is not None or require_signed
+    at, listed, newest = f"{where}/{RETENTION_NAME}", set(numbers), max(numbers, default=0)
+    retention, lost = retention_of(found, at, good, listed, own, checker=checker, strict=strict, newest=newest)
+    problems += lost
     return ThreadCheck(where, None if held is None else held.pinned_at, tuple(entries), tuple(problems), retention)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -50,6 +51,7 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.names import check_id
 from handoff_files.storage import Storage, open_storage
+from handoff_files.thread.bucketretention import keep_bucket_record
 from handoff_files.thread.copyback import file_bytes
 from handoff_files.thread.objectcopies import ReadableCopies
 from handoff_files.thread.signatures import sign_document, signature_damage
@@ -208,7 +210,9 @@ class ObjectThread:
                 continue
             break
         self._head = _Head(generation, seal_text, document["thread_id"], document["agent_id"])
-        problems = self._copies.follow(document, seal_text, data, self.signing_key, lambda: self._prune(numbers))
+        saved = (generation, seal_text)
+        prune = partial(self._prune, numbers, document["thread_id"], saved)
+        problems = self._copies.follow(document, seal_text, data, self.signing_key, prune)
         signed_by = self.signing_key.fingerprint if self.signing_key is not None else None
         where = self._where(generation)
         signature = document["seal"].get("signature")
@@ -248,10 +252,24 @@ class ObjectThread:
             raise ObjectExistsError(self._where(generation), msg)
         return numbers
 
-    def _prune(self, numbers: list[int]) -> list[str]:
-        """Remove the generations past the newest ``keep`` of *numbers*; what could not be removed."""
-        if self.keep is None:
+    def _prune(self, numbers: list[int], thread_id: str, saved: tuple[int, str]) -> list[str]:
+        """Remove the generations past the newest ``keep`` of *numbers*, the retention record made to cover them
+        first (written at *saved*, this save's generation and seal); what could not be removed."""
+        if self.keep is None or len(numbers) <= self.keep:
             return []
+        try:
+            keep_bucket_record(
+                self.storage,
+                thread_id=thread_id,
+                keep=self.keep,
+                kept_from=numbers[self.keep - 1],
+                generation=saved[0],
+                seal=saved[1],
+                key=self.signing_key,
+                oldest=min(numbers),
+            )
+        except HandoffError as exc:
+            return [f"nothing pruned: the retention record could not be written ({exc.reason})"]
         problems = []
         for number in numbers[self.keep :]:
             try:

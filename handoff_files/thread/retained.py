@@ -40,11 +40,22 @@ from handoff_files.thread.layout import RETENTION_NAME, ThreadDir
 if TYPE_CHECKING:
     from handoff_files.signing.keys import SigningKey
 
-__all__ = ["RETENTION_NAME", "RetentionRecord", "keep_record", "read_record", "write_record"]
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "RETENTION_NAME",
+    "RetentionRecord",
+    "decode_record",
+    "encode_record",
+    "keep_record",
+    "new_record",
+    "read_record",
+    "write_record",
+]
 
 _KIND: Final = "handoff-files/retention"
 _HEAD: Final = "handoff-files retention 1"
-_MAX_BYTES: Final = 16 * 1024  # the record is ~0.5 KB; a signature ~0.3 KB
+#: The most a record may be (it is ~0.5 KB; a signature ~0.3 KB).
+MAX_RECORD_BYTES: Final = 16 * 1024
 _MAX_ARMORED: Final = 4096
 _REMEMBERED: Final = 4096
 # per record file: its identity when this process last found it covering a store, and what it covered
@@ -117,12 +128,39 @@ def write_record(
     :param unaccounted_below: generations below it were gone before any record said why (None: none were).
     :raises HandoffWriteError: if it cannot be written (the caller then removes nothing).
     """
+    record = new_record(
+        thread_id=thread_id,
+        keep=keep,
+        kept_from=kept_from,
+        generation=generation,
+        seal=seal,
+        key=key,
+        unaccounted_below=unaccounted_below,
+    )
+    write_durable(layout.path / RETENTION_NAME, encode_record(record))
+    return record
+
+
+def new_record(
+    *,
+    thread_id: str,
+    keep: int,
+    kept_from: int,
+    generation: int,
+    seal: str,
+    key: SigningKey | None,
+    unaccounted_below: int | None = None,
+) -> RetentionRecord:
+    """A record written now, signed with *key* if there is one (where it is kept is the caller's)."""
     now = utc_now().replace(microsecond=0)
     below = unaccounted_below if unaccounted_below is not None and unaccounted_below > 1 else None
     record = RetentionRecord(thread_id, keep, kept_from, generation, seal, now, unaccounted_below=below)
-    if key is not None:
-        record = replace(record, signature=key.sign(record.message()))
-    fields = {
+    return record if key is None else replace(record, signature=key.sign(record.message()))
+
+
+def encode_record(record: RetentionRecord) -> bytes:
+    """The record's bytes: indented JSON a person can read."""
+    fields: dict[str, Any] = {
         "kind": _KIND,
         "thread_id": record.thread_id,
         "keep": record.keep,
@@ -135,8 +173,7 @@ def write_record(
         fields["unaccounted_below"] = record.unaccounted_below
     if record.signature is not None:
         fields["signature"] = record.signature
-    write_durable(layout.path / RETENTION_NAME, orjson.dumps(fields, option=orjson.OPT_INDENT_2) + b"\n")
-    return record
+    return orjson.dumps(fields, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def keep_record(
@@ -211,10 +248,18 @@ def read_record(layout: ThreadDir) -> RetentionRecord | None:
     """
     path = layout.path / RETENTION_NAME
     try:
-        data, _ = read_bytes(path, _MAX_BYTES, follow_symlinks=False)
+        data, _ = read_bytes(path, MAX_RECORD_BYTES, follow_symlinks=False)
     except HandoffNotFoundError:
         return None
-    document = parse_json(data, path, limit=_MAX_BYTES)
+    return decode_record(data, path)
+
+
+def decode_record(data: bytes, path: str | os.PathLike[str]) -> RetentionRecord:
+    """The record in *data* (the bytes of *path*, a file or an object), every field checked, its signature verified.
+
+    :raises HandoffValidationError, SignatureError, HandoffParseError: as :func:`read_record`.
+    """
+    document = parse_json(data, path, limit=MAX_RECORD_BYTES)
     record = _record(document, path)
     if record.signature is not None:
         from handoff_files.signing import sshsig  # noqa: PLC0415 -- only a signed record loads the signing layer
@@ -227,7 +272,7 @@ def read_record(layout: ThreadDir) -> RetentionRecord | None:
     return record
 
 
-def _record(document: Any, path: Path) -> RetentionRecord:
+def _record(document: Any, path: str | os.PathLike[str]) -> RetentionRecord:
     """The record in *document*, every field checked."""
     if not isinstance(document, dict) or document.get("kind") != _KIND:
         msg = f'not a retention record: "kind" is not "{_KIND}"'

@@ -98,7 +98,12 @@ def verify_thread(
     problems += wrong
     problems += _mirror(layout, checker, strict=held is not None or require_signed)
     strict = held is not None or require_signed
-    retention, lost = _retention(layout, good, listed, own, checker, strict=strict, newest=vouched)
+    try:
+        found: RetentionRecord | HandoffError | None = read_record(layout)
+    except HandoffError as exc:
+        found = exc
+    at = layout.path / RETENTION_NAME
+    retention, lost = retention_of(found, at, good, listed, own, checker=checker, strict=strict, newest=vouched)
     problems += lost
     pinned_at = None if held is None else held.pinned_at
     return ThreadCheck(layout.path, pinned_at, tuple(entries), tuple(problems), retention)
@@ -231,25 +236,26 @@ def _rolled_back(
     return [] if why is None else [f"rolled back: {why}"]
 
 
-def _retention(
-    layout: ThreadDir,
+def retention_of(
+    found: RetentionRecord | HandoffError | None,
+    at: str | os.PathLike[str],
     good: dict[int, Handoff],
     listed: set[int],
     own: str | None,
-    checker: SignerCheck,
     *,
+    checker: SignerCheck,
     strict: bool,
     newest: int,
 ) -> tuple[str | None, list[str]]:
     """What became of the generations below the oldest kept, by the retention record; and what is wrong.
 
+    *found* is the record read (None: there is none; an error: it could not be used), *at* where it is.
     *strict* (a pinned thread, or signatures required): only a record a trusted key signed explains a
     hole; without one, the generations below the oldest kept are reported as not accounted for.
     """
-    try:
-        record = read_record(layout)
-    except HandoffError as exc:
-        return None, [f"the retention record cannot be used: {exc}"]
+    if isinstance(found, HandoffError):
+        return None, [f"the retention record cannot be used: {found}"]
+    record = found
     problems = [] if record is None else _misplaced(record, good, own)
     oldest = min(listed, default=1)
     if oldest <= 1:
@@ -257,7 +263,7 @@ def _retention(
     span = _span(1, oldest - 1)
     who, trusted = "unsigned", False
     if record is not None and record.signature is not None:
-        report = checker.signer(record.signature, record.written_at, layout.path / RETENTION_NAME)
+        report = checker.signer(record.signature, record.written_at, at)
         who, trusted = report.describe(), report.trusted
     if record is None or (strict and not trusted):
         if not strict:

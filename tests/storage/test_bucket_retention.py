@@ -1,0 +1,58 @@
+"""The retention record on a bucket: ``retention.json`` written before a prune, read by ``handoff verify``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from handoff_files import HandoffStore
+from handoff_files.signing.keys import SigningKey
+from handoff_files.storage import BucketStorage
+from handoff_files.thread.bucketverify import verify_bucket
+
+
+def _saves(url: str, count: int, **options: object) -> None:
+    for step in range(1, count + 1):
+        HandoffStore(url, thread_id="kept", keep=2, **options).save({"narrative": f"step {step}"})  # type: ignore[arg-type]
+
+
+def test_pruned_generations_are_told_from_lost_ones(bucket_url: str) -> None:
+    _saves(bucket_url, 5)
+    storage = BucketStorage(bucket_url)
+    assert storage.list("history/") == ["history/00000004.json", "history/00000005.json"]
+    record = json.loads(storage.read("retention.json", limit=1 << 14).data)
+    assert (record["kind"], record["thread_id"], record["keep"]) == ("handoff-files/retention", "kept", 2)
+    check = verify_bucket(bucket_url)
+    assert check.ok, check.problems
+    assert check.retention is not None
+    assert check.retention.startswith("generations 1 to 3 pruned (retention.json: keep 2")
+
+
+def test_without_its_record_a_pinned_threads_missing_generations_are_not_accounted_for(
+    bucket_url: str, alice: SigningKey
+) -> None:
+    _saves(bucket_url, 5, signing_key=alice)
+    assert verify_bucket(bucket_url).ok
+    BucketStorage(bucket_url).remove("retention.json")  # whoever removed generations 1 to 3 removes it too
+    check = verify_bucket(bucket_url)
+    assert not check.ok
+    assert "generations 1 to 3 not kept, and no retention record says they were pruned (lost or removed?)" in (
+        check.problems
+    )
+
+
+def test_a_record_edited_since_it_was_signed_cannot_be_used(bucket_url: str, alice: SigningKey) -> None:
+    _saves(bucket_url, 4, signing_key=alice)
+    storage = BucketStorage(bucket_url)
+    stored = storage.read("retention.json", limit=1 << 14)
+    storage.replace("retention.json", stored.data.replace(b'"keep": 2', b'"keep": 3'), stored.etag)
+    check = verify_bucket(bucket_url)
+    assert any(problem.startswith("the retention record cannot be used") for problem in check.problems)
+
+
+@pytest.mark.parametrize("keep", [3, 5])
+def test_no_record_is_written_before_anything_is_pruned(bucket_url: str, keep: int) -> None:
+    for step in range(3):
+        HandoffStore(bucket_url, thread_id="kept", keep=keep).save({"narrative": f"step {step}"})
+    assert BucketStorage(bucket_url).list("retention") == []
