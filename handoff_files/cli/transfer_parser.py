@@ -14,7 +14,7 @@ __all__ = ["add_transfer_commands"]
 
 def add_transfer_commands(add: Add) -> None:
     """The subcommands that hand work to another agent: export and adopt a checkpoint, and the inbox of requests."""
-    blobs_help = "blob store: a folder or an fsspec URL such as s3://bucket/prefix (default: $HANDOFF_BLOBS)"
+    blobs_help = "blob store: a folder, s3://bucket/prefix or another fsspec URL (default: $HANDOFF_BLOBS)"
     shared_help = "a folder --blobs in group-shared mode: folders it creates 2770, blobs 0660"
     p = add(
         "export",

@@ -59,10 +59,11 @@ class BlobStore(Protocol):
 
 
 def open_blobs(location: str | os.PathLike[str] | None = None, *, shared: bool = False) -> BlobStore:
-    """The blob store at *location*: a folder, or any fsspec URL (``s3://bucket/prefix``, ``gcs://…``).
+    """The blob store at *location*: a folder, ``s3://bucket/prefix``, or another fsspec URL (``gcs://…``).
 
-    fsspec is imported only for a URL. Options for the remote filesystem come from fsspec's own
-    configuration (for S3, the usual AWS variables, and ``FSSPEC_S3_ENDPOINT_URL`` for an S3-compatible server).
+    ``s3://`` is on the storage seam (:class:`~handoff_files.transfers.bucket_blobs.BucketBlobStore`: the
+    ``[s3]`` extra, the AWS environment, ``AWS_ENDPOINT_URL`` for an S3-compatible server, as threads on a
+    bucket). fsspec is imported only for another URL; its options come from fsspec's own configuration.
 
     :param location: default: the ``HANDOFF_BLOBS`` environment variable.
     :param shared: for a folder, group-shared mode (see :class:`LocalBlobStore`); a URL's permissions
@@ -73,6 +74,10 @@ def open_blobs(location: str | os.PathLike[str] | None = None, *, shared: bool =
     if not text:
         msg = f"no blob store given: pass one (a folder or an fsspec URL) or set {BLOBS_ENV}"
         raise BlobError(_NO_STORE, msg)
+    if text.startswith("s3://"):  # on the storage seam, as threads and inboxes on a bucket are
+        from handoff_files.transfers.bucket_blobs import BucketBlobStore  # noqa: PLC0415 -- obstore only for a bucket
+
+        return BucketBlobStore(text)
     if "://" in text and not text.startswith("file://"):
         try:
             from handoff_files.transfers.remote import FsspecBlobStore  # noqa: PLC0415 -- only remote stores pay for fsspec
