@@ -2,12 +2,10 @@
 
 :class:`~handoff_files.thread.objects.ObjectThread` commits each generation by creating its
 object only if absent; this class gives it the store's API and policy: saves and restores
-returning the store's :class:`SaveReceipt` and :class:`Restored` (``path`` the object's key,
-``url`` its URL), retention (``keep``), ``update`` as a compare-and-set, the signing policy (a
-bucket thread is pinned and anchored by its URL, as a folder is by its real path), the journal's
-events as objects (``journal/<time>-<random>.json``, created only if absent, so a listing orders
-them and no writer overwrites another's), acknowledgements with the briefing's code, and
-``history``.
+returning the store's results (``url`` the object's URL), retention (``keep``), ``update`` as a
+compare-and-set, the signing policy (pinned and anchored by the URL), the journal's events as objects
+(``journal/<time>-<random>.json``, created only if absent: a listing orders them), acknowledgements
+with the briefing's code, and ``history``.
 
 What a folder has and a bucket does not (yet): the writers' lock (a bucket needs none: the
 commit is the conditional create), a person's edit sealed in place, migration of an older file,
@@ -17,6 +15,8 @@ adoption, YAML primaries and LangGraph saver threads. Each says so in one line w
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -33,6 +33,7 @@ from handoff_files.foundation.errors import (
     NoHandoffError,
     ObjectExistsError,
 )
+from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
 from handoff_files.foundation.names import derive_id
 from handoff_files.thread import bucketjournal
 from handoff_files.thread.bucketpolicy import BucketPolicy
@@ -66,8 +67,9 @@ SAVE_RETRIES: Final = 32
 
 class BucketThreadStore(HandoffStore):
     """A thread under ``s3://bucket/prefix``: what ``HandoffStore(url)`` makes. Takes the store's keywords;
-    ``format`` may only be ``"json"``, ``kind`` only None; ``lock_timeout`` and ``on_lock_wait`` are
-    accepted and unused (no lock: the commit is a conditional create). Every save is durable when it
+    ``format`` may only be ``"json"``, ``kind`` only None; ``on_lock_wait`` is accepted and unused (no lock:
+    the commit is a conditional create); ``lock_timeout`` is how long ``update`` keeps trying when other
+    writers save first, as a folder's waits for its lock. Every save is durable when it
     returns, whatever ``durability`` says: the object store acknowledges a write once it holds it.
     """
 
@@ -80,7 +82,7 @@ class BucketThreadStore(HandoffStore):
         agent_id: str | None = None,
         thread_id: str | None = None,
         algorithm: sealing.Algorithm = sealing.DEFAULT_ALGORITHM,
-        lock_timeout: float = 0.0,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         durability: Durability = "journal",
         on_lock_wait: OnLockWait | None = None,
         kind: Kind | None = None,
@@ -104,7 +106,7 @@ class BucketThreadStore(HandoffStore):
         self._keys = KeySource(signing_key, self.where)
         self._allowed = Path(allowed_signers) if allowed_signers is not None else None
         self._signing = BucketPolicy(self._objects, self._allowed, require_signed=require_signed)
-        self.lock_timeout = 0.0
+        self.lock_timeout = lock_timeout
 
     @property
     def where(self) -> str:
@@ -240,12 +242,18 @@ class BucketThreadStore(HandoffStore):
         """Read the newest verified generation and save what *change* makes of it, as the one right after it.
 
         A compare-and-set, not a lock: if another writer saved in between, the head is read again and
-        *change* called again with it (so *change* may be called more than once), up to
-        :data:`UPDATE_TRIES` times.
+        *change* called again with it (so *change* may be called more than once), after a short random
+        pause that grows with each lost race (so of writers racing, each gets its turn), for
+        :attr:`lock_timeout` seconds (at least :data:`UPDATE_TRIES` times).
 
-        :raises ObjectExistsError: if other writers kept saving first, every time.
+        :raises ObjectExistsError: if other writers kept saving first all that time.
         """
-        for _ in range(UPDATE_TRIES):
+        deadline = time.monotonic() + self.lock_timeout
+        tries = 0
+        while tries < UPDATE_TRIES or time.monotonic() < deadline:
+            if tries:
+                time.sleep(random.uniform(0, min(0.5, 0.01 * 2**tries)))  # noqa: S311 -- jitter, not a secret
+            tries += 1
             try:
                 restored: Restored | None = self.restore()
             except NoHandoffError:
@@ -254,7 +262,7 @@ class BucketThreadStore(HandoffStore):
                 return self._save(change(restored), after=0 if restored is None else restored.generation)
             except ObjectExistsError:
                 continue
-        msg = f"other writers saved first {UPDATE_TRIES} times in a row; nothing saved"
+        msg = f"other writers saved first {tries} times in a row ({self.lock_timeout:g} s); nothing saved"
         raise ObjectExistsError(self.where, msg)
 
     def _save(self, content: Handoff | HandoffContent | Mapping[str, Any], *, after: int | None) -> SaveReceipt:
