@@ -1,7 +1,7 @@
 """Where a saver on object storage keeps each checkpoint and write: keys under its ``s3://bucket/prefix``.
 
 ``<thread>/<namespace>/checkpoints/<checkpoint_id>.json`` holds one checkpoint;
-``<thread>/<namespace>/writes/<checkpoint_id>/<task_id>.<idx>.json`` one pending write. Each name is
+``<thread>/<namespace>/writes/<checkpoint_id>/<task_id>.json`` the pending writes of one task. Each name is
 kept as it is when it is letters, digits, ``-`` and ``_`` (a uuid, ``importer-fix``), starting with a
 letter or digit; any other (the root namespace ``""``, ``child:…|…``) is ``_`` and the base32 of its
 UTF-8 bytes, so every key is a storage key (:func:`~handoff_files.storage.seam.check_key`) and every
@@ -91,8 +91,9 @@ def writes_prefix(thread: str, ns: str, checkpoint: str) -> str:
     return f"{thread}/{ns}/{_WRITES}/{checkpoint}/"
 
 
-def write_key(thread: str, ns: str, checkpoint: str, task: str, idx: int) -> str:
-    return f"{writes_prefix(thread, ns, checkpoint)}{task}.{idx}.json"
+def write_key(thread: str, ns: str, checkpoint: str, task: str) -> str:
+    """The object holding every pending write of one task for one checkpoint."""
+    return f"{writes_prefix(thread, ns, checkpoint)}{task}.json"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -46,22 +45,20 @@ from handoff_files.foundation.errors import (
     ObjectExistsError,
     StorageUnavailableError,
 )
-from handoff_files.langgraph import bucket_threads, threads
+from handoff_files.langgraph import bucket_threads, bucket_writes, threads
 from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
 from handoff_files.langgraph.bucket_keys import (
     KIND,
-    WRITE_KIND,
     Found,
     checkpoint_key,
     encode_name,
     parse_key,
     sealed,
     thread_prefix,
-    write_key,
-    writes_prefix,
 )
 from handoff_files.langgraph.saver import HandoffSaver
 from handoff_files.langgraph.threads import DELTA_KEY, DamagedCheckpointWarning
+from handoff_files.thread.settings import DURABILITIES
 
 if TYPE_CHECKING:
     from handoff_files.storage import Storage
@@ -74,8 +71,9 @@ _REPLACE_TRIES: Final = 8
 class BucketSaver(HandoffSaver):
     """What ``HandoffSaver("s3://bucket/prefix")`` makes: the saver's API on object storage.
 
-    Takes the saver's keywords; ``durability`` is accepted and moot (an object is durable once the store
-    acknowledges it); ``layers`` and ``signing_key`` are accepted and unused (no handoff thread here).
+    Takes the saver's keywords; ``durability`` is checked and moot (an object is durable once the store
+    acknowledges it); ``layers`` is unused (no handoff thread here); ``signing_key`` given is refused
+    (checkpoints on a bucket are sealed, not signed: a configured key is not used).
     ``keep`` keeps the newest checkpoints per thread and namespace after each ``put``.
     """
 
@@ -99,6 +97,12 @@ class BucketSaver(HandoffSaver):
         strict = JsonPlusSerializer(allowed_msgpack_modules=tuple(extra) or None)
         BaseCheckpointSaver.__init__(self, serde=strict if serde is None else serde)
         self.opaque = serde is not None and type(serde) is not JsonPlusSerializer
+        if durability not in DURABILITIES:
+            msg = f"durability must be one of {', '.join(map(repr, DURABILITIES))}, not {durability!r}"
+            raise HandoffError(where, msg)
+        if signing_key not in (None, False):
+            msg = "signing checkpoints is a folder's saver's (not on object storage yet): leave out signing_key"
+            raise HandoffValidationError(where, msg)
         self.durability = durability
         self.keep = threads.check_keep(keep, where)
         self.layers = dict(layers or {})
@@ -175,8 +179,15 @@ class BucketSaver(HandoffSaver):
                 metadata = self._decode(record["metadata"], item.key)
                 if any(key not in metadata or metadata[key] != value for key, value in filter.items()):
                     continue
+            try:
+                found = self._tuple(record, item.key)
+            except StorageUnavailableError:
+                raise
+            except HandoffError as exc:  # a value not allowed, a damaged write: named, and the history goes on
+                warnings.warn(f"{exc}: passed over", DamagedCheckpointWarning, stacklevel=2)
+                continue
             count += 1
-            yield self._tuple(record, item.key)
+            yield found
 
     def _tuple(self, record: dict[str, Any], key: str) -> CheckpointTuple:
         named = f"{self.where}/{key}"
@@ -192,20 +203,7 @@ class BucketSaver(HandoffSaver):
             None if parent_id is None else {"configurable": {**ids, "checkpoint_id": parent_id}}
         )
         metadata = self._decode(record["metadata"], named)
-        return CheckpointTuple(config, checkpoint, metadata, parent, self._writes_of(record))
-
-    def _writes_of(self, record: dict[str, Any]) -> builtins.list[tuple[str, str, Any]]:
-        thread, ns = self.parts(record["thread_id"], record["checkpoint_ns"])
-        checkpoint = encode_name(record["checkpoint_id"], "checkpoint_id", self.where)
-        writes = []
-        for key in self.storage.list(writes_prefix(thread, ns, checkpoint)):
-            try:
-                writes.append(self.read_object(key, kind=WRITE_KIND))
-            except HandoffNotFoundError:
-                continue
-        writes.sort(key=lambda w: (w["task_path"], w["task_id"], w["idx"]))
-        named = f"{self.where}/{writes_prefix(thread, ns, checkpoint)}"
-        return [(w["task_id"], w["channel"], self._decode(w["value"], named)) for w in writes]
+        return CheckpointTuple(config, checkpoint, metadata, parent, bucket_writes.pending_writes(self, record))
 
     def metadata_at(self, item: Found) -> Any:
         """The metadata of the checkpoint *item* lists, decoded. :raises HandoffNotFoundError: if it is gone."""
@@ -294,27 +292,8 @@ class BucketSaver(HandoffSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's writes: a regular channel's first value is kept, a special channel's last."""
-        configurable = config["configurable"]
-        thread_id, checkpoint_ns = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
-        thread, ns = self.parts(thread_id, checkpoint_ns)
-        checkpoint = encode_name(str(configurable["checkpoint_id"]), "checkpoint_id", self.where)
-        task = encode_name(str(task_id), "task_id", self.where)
-        where = f"{self.where}/{writes_prefix(thread, ns, checkpoint)}"
-        for index, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, index)
-            record = {
-                "kind": WRITE_KIND,
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": str(configurable["checkpoint_id"]),
-                "task_id": str(task_id),
-                "task_path": task_path,
-                "idx": idx,
-                "channel": channel,
-                "value": self._encode(value, where),
-            }
-            self._put(write_key(thread, ns, checkpoint, task, idx), sealed(record), replace=idx < 0)
+        """Store a task's writes, all of one call at once (:func:`.bucket_writes.store_writes`)."""
+        bucket_writes.store_writes(self, config, writes, task_id, task_path)
 
     def _put(self, key: str, data: bytes, *, replace: bool) -> None:
         """Create *key*; if it exists, leave it (*replace* False) or replace it at the ETag read (a few tries)."""

@@ -92,7 +92,7 @@ class HandoffSaver(AsyncMethods, BaseCheckpointSaver[int]):
     """
 
     def __new__(cls, root: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> HandoffSaver:
-        if cls is HandoffSaver and isinstance(root, str) and root.startswith("s3://"):  # a URL: on object storage
+        if cls is HandoffSaver and isinstance(root, str) and "://" in root:  # a URL: object storage (S3:// told)
             from handoff_files.langgraph.bucket_saver import BucketSaver  # noqa: PLC0415 -- a bucket's saver only
 
             return super().__new__(BucketSaver)

@@ -13,7 +13,9 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +195,45 @@ def test_copy_thread_copies_every_checkpoint_and_refuses_a_target_that_has_some(
     assert [item.metadata["step"] for item in saver.list({"configurable": {"thread_id": "dst"}})] == [2, 1]
     with pytest.raises(HandoffError, match="already holds checkpoints"):
         saver.copy_thread("src", "dst")
+
+
+def test_a_reader_never_sees_part_of_a_tasks_writes(bucket_url: str) -> None:
+    """LangGraph takes a task with pending writes as done: a reader (a run resumed after a kill) seeing some of
+    a task's writes would replay it half. A newcomer's run, killed mid-put_writes, resumed a step short."""
+    saver = HandoffSaver(bucket_url)
+    stored = _put(saver, "t", 1)
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        reader = HandoffSaver(bucket_url)
+        while not stop.is_set():
+            found = reader.get_tuple(stored)  # type: ignore[arg-type]
+            assert found is not None
+            seen.extend(Counter(task for task, _, _ in found.pending_writes or []).values())
+
+    reading = threading.Thread(target=read)
+    reading.start()
+    try:
+        for task in range(12):
+            saver.put_writes(stored, [(f"ch{i}", i) for i in range(8)], f"task{task}")  # type: ignore[arg-type]
+    finally:
+        stop.set()
+        reading.join(60)
+    assert seen
+    assert set(seen) == {8}
+    found = saver.get_tuple(stored)  # type: ignore[arg-type]
+    assert found is not None
+    assert len(found.pending_writes or []) == 12 * 8
+    assert [key.rsplit("/", 1)[1] for key in BucketStorage(bucket_url).list("t/_/writes/")] == sorted(
+        f"task{task}.json" for task in range(12)
+    )
+
+
+def test_bad_settings_are_refused_as_on_a_folder(bucket_url: str) -> None:
+    with pytest.raises(HandoffError, match="durability must be one of"):
+        HandoffSaver(bucket_url, durability="bogus")  # type: ignore[arg-type]
+    with pytest.raises(HandoffValidationError, match="not on object storage yet"):
+        HandoffSaver(bucket_url, signing_key="keys/agent")
+    with pytest.raises(HandoffError, match="write the scheme in lower case"):
+        HandoffSaver("S3://bucket/graphs")
