@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 
 from handoff_files.cli.machine import to_json
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 
 __all__ = ["cmd_prune"]
 
@@ -16,6 +16,10 @@ def cmd_prune(args: argparse.Namespace) -> str:
     from handoff_files.cli.commands import lock_options  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.retention import is_thread  # noqa: PLC0415 -- imported per command: start-up cost
 
+    if "://" in str(args.root):  # a bucket thread (a saver's root on a bucket prunes with its keep=)
+        if args.thread is not None:
+            raise HandoffValidationError(args.root, "--thread names a LangGraph thread in a folder's root")
+        return _prune_thread(args)
     if args.thread is None and is_thread(args.root):
         return _prune_thread(args)
     try:
@@ -42,7 +46,15 @@ def _prune_thread(args: argparse.Namespace) -> str:
     from handoff_files.cli.commands import lock_options  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.retention import prune_history  # noqa: PLC0415
 
-    kept, removed = prune_history(args.root, args.keep, dry_run=args.dry_run, **lock_options(args))
+    if "://" in str(args.root):
+        from handoff_files.thread.bucketprune import prune_bucket  # noqa: PLC0415 -- a bucket's only
+
+        kept, removed = (
+            [key.removeprefix("history/") for key in keys]
+            for keys in prune_bucket(args.root, args.keep, dry_run=args.dry_run)
+        )
+    else:
+        kept, removed = prune_history(args.root, args.keep, dry_run=args.dry_run, **lock_options(args))
     if args.json:
         return to_json({"thread": args.root, "kept": kept, "removed": removed, "dry_run": args.dry_run})
     verb = "would remove" if args.dry_run else "removed"

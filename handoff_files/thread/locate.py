@@ -165,6 +165,8 @@ def migrate_path(
 
     :param options: :class:`HandoffStore`'s keywords (``lock_timeout``, ``on_lock_wait`` …).
     """
+    if _is_url(path):  # a bucket thread's generations are written at the current version: nothing to migrate
+        raise HandoffError(os.fspath(path), "a thread on object storage is written at the current version only")
     target = Path(path)
     if target.is_dir():
         return HandoffStore(target, **options).migrate(dry_run=dry_run, assume_version=assume_version)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from handoff_files import HandoffStore
+from handoff_files.cli.main import main
 from handoff_files.signing.keys import SigningKey
 from handoff_files.storage import BucketStorage
 from handoff_files.thread.bucketverify import verify_bucket
@@ -56,3 +57,35 @@ def test_no_record_is_written_before_anything_is_pruned(bucket_url: str, keep: i
     for step in range(3):
         HandoffStore(bucket_url, thread_id="kept", keep=keep).save({"narrative": f"step {step}"})
     assert BucketStorage(bucket_url).list("retention") == []
+
+
+def test_handoff_prune_on_a_bucket_keeps_the_newest_and_records_it(
+    bucket_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for step in range(5):
+        HandoffStore(bucket_url, thread_id="kept").save({"narrative": f"step {step}"})
+    assert main(["prune", bucket_url, "--keep", "2", "--dry-run"]) == 0
+    assert "would remove 3" in capsys.readouterr().out
+    assert len(BucketStorage(bucket_url).list("history/")) == 5
+    assert main(["prune", bucket_url, "--keep", "2", "--json"]) == 0
+    pruned = json.loads(capsys.readouterr().out)
+    assert (pruned["kept"], pruned["removed"]) == (
+        ["00000005.json", "00000004.json"],
+        ["00000003.json", "00000002.json", "00000001.json"],
+    )
+    check = verify_bucket(bucket_url)
+    assert check.ok, check.problems
+    assert check.retention is not None
+    assert check.retention.startswith("generations 1 to 3 pruned")
+
+
+def test_prune_and_migrate_of_a_url_that_cannot_be_say_so_in_one_line(
+    bucket_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["prune", bucket_url, "--keep", "2"]) == 1
+    assert main(["migrate", bucket_url]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"handoff: {bucket_url}: no generation here: no thread under this URL (a saver's root prunes itself)",
+        f"handoff: {bucket_url}: a thread on object storage is written at the current version only",
+    ]
