@@ -17,6 +17,7 @@ from handoff_files.thread.retained import (
     MAX_RECORD_BYTES,
     RETENTION_NAME,
     RetentionRecord,
+    account_from,
     decode_record,
     encode_record,
     new_record,
@@ -69,7 +70,6 @@ def keep_bucket_record(
         return
     named = f"{storage.where}/{RETENTION_NAME}"
     for _ in range(_TRIES):
-        before = oldest
         try:
             stored = storage.read(RETENTION_NAME, limit=MAX_RECORD_BYTES)
         except HandoffNotFoundError:
@@ -80,11 +80,10 @@ def keep_bucket_record(
                 record = decode_record(stored.data, named)
             except HandoffError:
                 record = None  # damaged, or not a record: written anew
-        if record is not None and record.covers(thread_id, keep, key):
+        before = account_from(record, thread_id=thread_id, keep=keep, key=key, oldest=oldest)
+        if before is None:
             _remember(storage.where, (thread_id, keep, fingerprint))
             return
-        if record is not None and record.thread_id == thread_id and record.signed_with(key):
-            before = record.unaccounted_below or 1  # its account carries over: this key's own word
         data = encode_record(
             new_record(
                 thread_id=thread_id,

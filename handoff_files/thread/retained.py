@@ -44,6 +44,7 @@ __all__ = [
     "MAX_RECORD_BYTES",
     "RETENTION_NAME",
     "RetentionRecord",
+    "account_from",
     "decode_record",
     "encode_record",
     "keep_record",
@@ -211,11 +212,11 @@ def keep_record(
             record = read_record(layout)
         except HandoffError:
             record = None  # damaged, or not a record: written anew
-        if record is not None and record.covers(thread_id, keep, key):
+        account = account_from(record, thread_id=thread_id, keep=keep, key=key, oldest=oldest)
+        if account is None:
             _remember(path, identity, thread_id, keep, fingerprint)
             return
-        if record is not None and record.thread_id == thread_id and record.signed_with(key):
-            before = record.unaccounted_below or 1  # its account carries over: this key's own word
+        before = account
     write_record(
         layout,
         thread_id=thread_id,
@@ -231,6 +232,19 @@ def keep_record(
     except OSError:
         return
     _remember(path, (st.st_ino, st.st_mtime_ns, st.st_size), thread_id, keep, fingerprint)
+
+
+def account_from(
+    record: RetentionRecord | None, *, thread_id: str, keep: int, key: SigningKey | None, oldest: int
+) -> int | None:
+    """None when *record* already covers a store of *thread_id* keeping *keep* with *key*; else the
+    ``unaccounted_below`` a new record is to carry: the old record's when this key made it (its own word
+    carries over), else *oldest* (what is gone already is not accounted for)."""
+    if record is not None and record.covers(thread_id, keep, key):
+        return None
+    if record is not None and record.thread_id == thread_id and record.signed_with(key):
+        return record.unaccounted_below or 1
+    return oldest
 
 
 def _remember(path: Path, identity: tuple[int, int, int], thread_id: str, keep: int, fingerprint: str | None) -> None:
