@@ -5,8 +5,12 @@ repository) wrote reaches a person's terminal through ``handoff show``, ``handof
 the errors that quote it. An escape sequence in it could retitle the window, hide text, move the
 cursor or rewrite what was printed before; a bidirectional override could make text read other
 than it is. While a command runs, stdout and stderr escape every control character but newline
-and tab, and those format characters, as ``\\uXXXX`` (``\\u001b`` for ESC, ``\\u202e`` for RIGHT-TO-LEFT
-OVERRIDE), except the colour codes the CLI itself writes (:data:`~handoff_files.cli.terminal.SGR_CODES`).
+and tab, and the bidirectional embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069,
+the "Trojan Source" characters) and the zero-width space, as ``\\uXXXX`` (``\\u001b`` for ESC,
+``\\u202e`` for RIGHT-TO-LEFT OVERRIDE). Every ESC is escaped: the colour codes the CLI writes
+itself start with a key of this process (:data:`~handoff_files.cli.terminal.COLOUR_KEY`), turned
+into ``ESC [`` here, so text cannot paint itself. The joiners and the direction marks (U+200C to
+U+200F) pass: emoji and right-to-left scripts need them, and they reorder nothing.
 The same escape is JSON's, and such a character can only be inside a JSON string, so output that is
 JSON (``--json``, the hooks' answers) stays valid JSON meaning the same text. Bytes written to a
 stream's ``buffer`` (the MCP server's protocol) are not touched.
@@ -20,21 +24,25 @@ import sys
 from collections.abc import Iterator
 from typing import Any, Final, TextIO
 
-from handoff_files.cli.terminal import SGR_CODES
+from handoff_files.cli.terminal import COLOUR_KEY, SGR_CODES
 
 __all__ = ["escape_unsafe", "safe_streams"]
 
-# ESC unless it starts one of our colour codes; C0 but tab and newline; DEL and C1; the bidi and
-# zero-width format characters that make text read other than it is
-_OURS: Final = "|".join(sorted(SGR_CODES))
-_UNSAFE: Final = re.compile(
-    f"\x1b(?!\\[(?:{_OURS})m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]"
-)
+# C0 but tab and newline (ESC among them); DEL and C1; the zero-width space; bidi embeddings,
+# overrides and isolates
+_UNSAFE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069]")
+# one of the CLI's own colour codes, as paint() writes it
+_OURS: Final = re.compile(re.escape(COLOUR_KEY) + "(" + "|".join(sorted(SGR_CODES)) + ")m")
 
 
 def escape_unsafe(text: str) -> str:
-    """*text* with every character that could drive a terminal escaped as ``\\uXXXX`` (see the module's docstring)."""
-    return _UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    """*text* with every character that could drive a terminal escaped as ``\\uXXXX``, and the CLI's own
+    colour codes written as escapes (see the module's docstring)."""
+    pieces = _OURS.split(text)  # text, code, text, code … text
+    return "".join(
+        f"\x1b[{piece}m" if index % 2 else _UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", piece)
+        for index, piece in enumerate(pieces)
+    )
 
 
 class _Escaping:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import secrets
 import shutil
 import sys
 import textwrap
@@ -39,6 +40,9 @@ Style = Literal["heading", "good", "warn", "bad"]
 _SGR: Final[dict[Style, str]] = {"heading": "1", "good": "32", "warn": "33", "bad": "31"}
 #: Every colour code the CLI writes (``ESC [ code m``), the reset included: the only escapes its output holds.
 SGR_CODES: Final = frozenset({*_SGR.values(), "0"})
+#: Where :func:`paint` starts a colour code: a key drawn for this process, which text from a file,
+#: a request or a bucket cannot know, so only the CLI's own colours reach the terminal as escapes.
+COLOUR_KEY: Final = f"\ufdd0{secrets.token_hex(8)}\ufdd1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +74,12 @@ def terminal(stream: TextIO | None = None) -> Terminal:
 
 
 def paint(text: str, style: Style, term: Terminal) -> str:
-    """*text* in *style* on a colour terminal; as it is anywhere else."""
-    return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if term.colour else text
+    """*text* in *style* on a colour terminal; as it is anywhere else.
+
+    Each colour code starts with :data:`COLOUR_KEY`, not ESC: the CLI's safe streams
+    (:mod:`~handoff_files.cli.safe_output`) write it as ``ESC [`` and escape every ESC that text holds.
+    """
+    return f"{COLOUR_KEY}{_SGR[style]}m{text}{COLOUR_KEY}0m" if term.colour else text
 
 
 def fit(first: str, text: str, term: Terminal, indent: str | None = None) -> list[str]:

@@ -87,8 +87,10 @@ class HandoffClient:
             self._backend: _Backend = MemoryBackend()
             return
         self.inbox = inbox if isinstance(inbox, HandoffInbox) else HandoffInbox(inbox)
-        if blobs is None:
-            store: BlobStore = LocalBlobStore(self.inbox.path / BLOBS_DIR)
+        if blobs is None and "://" in self.inbox.where:  # an inbox in a bucket: its blobs beside it there
+            store: BlobStore = open_blobs(f"{self.inbox.where.rstrip('/')}/{BLOBS_DIR}")
+        elif blobs is None:
+            store = LocalBlobStore(self.inbox.path / BLOBS_DIR)
         else:
             store = open_blobs(blobs) if isinstance(blobs, str | os.PathLike) else blobs
         self._backend = InboxBackend(self.inbox, store)

@@ -95,7 +95,9 @@ class RequestObjects(RequestCodec):
 
     def ids(self) -> list[str]:
         """The id of every request object, readable or damaged, sorted (one listing of ``requests/``)."""
-        return request_ids([key.rpartition("/")[2] for key in self.storage.list(f"{REQUESTS_DIR}/")])
+        prefix = f"{REQUESTS_DIR}/"
+        names = [key[len(prefix) :] for key in self.storage.list(prefix)]
+        return request_ids([name for name in names if "/" not in name])  # deeper keys are no request's
 
     def scan(self) -> Scanned:
         """Every readable request with its ETag, and one error (naming the object) for each damaged one."""

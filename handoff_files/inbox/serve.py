@@ -15,6 +15,7 @@ from handoff_files.foundation.errors import (
     HandoffError,
     HandoffValidationError,
     InvalidTransitionError,
+    StorageUnavailableError,
     TransferRefusedError,
 )
 from handoff_files.foundation.names import check_id
@@ -206,7 +207,15 @@ class _Server:
         while not stop.is_set():
             wake.clear()
             while not stop.is_set() and (max_requests is None or len(self.settled) < max_requests):
-                request = self.next_request()
+                try:
+                    request = self.next_request()
+                except StorageUnavailableError as exc:
+                    if every is None:
+                        raise
+                    # a bucket that does not answer now may at the next listing: the server waits, as for none
+                    again = "serving %s: the inbox was not listed (again in %g s): %s"
+                    logger.warning(again, self.agent_id, every, exc)
+                    break
                 if request is None:
                     break
                 self.handle(request)

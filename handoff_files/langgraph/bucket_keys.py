@@ -19,12 +19,13 @@ from typing import Any, Final
 import orjson
 
 from handoff_files.format import seal as sealing
-from handoff_files.foundation.errors import HandoffValidationError
+from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 
 __all__ = [
     "KIND",
     "WRITE_KIND",
     "Found",
+    "check_shape",
     "checkpoint_key",
     "encode_name",
     "parse_key",
@@ -73,8 +74,12 @@ def decode_name(part: str) -> str | None:
         return None
     body = part[1:].upper()
     try:
-        return base64.b32decode(body + "=" * (-len(body) % 8)).decode("utf-8", "surrogatepass")
+        name = base64.b32decode(body + "=" * (-len(body) % 8)).decode("utf-8", "surrogatepass")
     except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    try:  # one name, one part: another spelling of it (padding bits set, a raw name encoded) is not this saver's
+        return name if encode_name(name, "name", part) == part else None
+    except HandoffValidationError:
         return None
 
 
@@ -122,6 +127,39 @@ def parse_key(key: str) -> Found | None:
     if thread_id is None or checkpoint_ns is None or checkpoint_id is None:
         return None
     return Found(thread_id, checkpoint_ns, checkpoint_id, key, write)
+
+
+def check_shape(document: dict[str, Any], kind: str, named: str) -> None:
+    """Check that *document* (sealed, of *kind*) has the fields this saver writes, of the types it writes.
+
+    :raises HandoffError: naming *named*, if it does not (sealed by someone else's program, say).
+    """
+    if kind == KIND:
+        ok = (
+            isinstance(document.get("checkpoint"), dict)
+            and isinstance(document.get("metadata"), dict)
+            and isinstance(document.get("channel_values", {}), dict)
+            and isinstance(document.get("parent_checkpoint_id"), str | None)
+        )
+    else:
+        writes = document.get("writes")
+        ok = (
+            isinstance(writes, list)
+            and isinstance(document.get("task_id"), str)
+            and isinstance(document.get("task_path"), str)
+            and all(_is_write(write) for write in writes)
+        )
+    if not ok:
+        raise HandoffError(named, f"sealed, but not a {kind} object as this saver writes one (fields missing or odd)")
+
+
+def _is_write(write: object) -> bool:
+    return (
+        isinstance(write, dict)
+        and type(write.get("idx")) is int
+        and isinstance(write.get("channel"), str)
+        and isinstance(write.get("value"), dict)
+    )
 
 
 def sealed(record: dict[str, Any]) -> bytes:

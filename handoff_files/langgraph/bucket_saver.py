@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -50,6 +50,7 @@ from handoff_files.langgraph.allowed import SAFE_TYPES, TypeKey, type_keys
 from handoff_files.langgraph.bucket_keys import (
     KIND,
     Found,
+    check_shape,
     checkpoint_key,
     encode_name,
     parse_key,
@@ -175,11 +176,9 @@ class BucketSaver(HandoffSaver):
             except HandoffError as exc:
                 warnings.warn(f"{exc}: passed over", DamagedCheckpointWarning, stacklevel=2)
                 continue
-            if filter:
-                metadata = self._decode(record["metadata"], item.key)
-                if any(key not in metadata or metadata[key] != value for key, value in filter.items()):
-                    continue
             try:
+                if filter and not _matches(self._metadata(record, item.key), filter):
+                    continue
                 found = self._tuple(record, item.key)
             except StorageUnavailableError:
                 raise
@@ -192,6 +191,8 @@ class BucketSaver(HandoffSaver):
     def _tuple(self, record: dict[str, Any], key: str) -> CheckpointTuple:
         named = f"{self.where}/{key}"
         checkpoint = self._decode(record["checkpoint"], named)
+        if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_versions", {}), dict):
+            raise HandoffError(named, "its checkpoint is not a checkpoint (not a mapping of LangGraph's fields)")
         values = record.get("channel_values", {})
         checkpoint["channel_values"] = {
             name: self._decode(values[name], named) for name in checkpoint.get("channel_versions", {}) if name in values
@@ -202,12 +203,23 @@ class BucketSaver(HandoffSaver):
         parent: RunnableConfig | None = (
             None if parent_id is None else {"configurable": {**ids, "checkpoint_id": parent_id}}
         )
-        metadata = self._decode(record["metadata"], named)
-        return CheckpointTuple(config, checkpoint, metadata, parent, bucket_writes.pending_writes(self, record))
+        metadata = cast("CheckpointMetadata", self._metadata(record, key))
+        writes = bucket_writes.pending_writes(self, record)
+        return CheckpointTuple(config, cast("Checkpoint", checkpoint), metadata, parent, writes)
 
-    def metadata_at(self, item: Found) -> Any:
-        """The metadata of the checkpoint *item* lists, decoded. :raises HandoffNotFoundError: if it is gone."""
-        return self._decode(self.read_object(item.key)["metadata"], item.key)
+    def metadata_at(self, item: Found) -> dict[str, Any]:
+        """The metadata of the checkpoint *item* lists, decoded.
+
+        :raises HandoffNotFoundError: if it is gone. :raises HandoffError: if it does not verify.
+        """
+        return self._metadata(self.read_object(item.key), item.key)
+
+    def _metadata(self, record: dict[str, Any], key: str) -> dict[str, Any]:
+        named = f"{self.where}/{key}"
+        metadata = self._decode(record["metadata"], named)
+        if not isinstance(metadata, dict):
+            raise HandoffError(named, f"its metadata is a {type(metadata).__name__}, not a mapping")
+        return metadata
 
     def checkpoints(self, prefix: str) -> builtins.list[Found]:
         """The checkpoint objects under *prefix*, newest first (by id, then namespace and thread)."""
@@ -236,6 +248,7 @@ class BucketSaver(HandoffSaver):
         fields = (document.get("thread_id"), document.get("checkpoint_ns"), document.get("checkpoint_id"))
         if found is None or fields != (found.thread_id, found.checkpoint_ns, found.checkpoint_id):
             raise HandoffError(named, "holds another thread's or checkpoint's record than its key names (copied?)")
+        check_shape(document, kind, named)
         return document
 
     # -- writing -----------------------------------------------------------------------------
@@ -259,7 +272,7 @@ class BucketSaver(HandoffSaver):
             raise HandoffValidationError(self.where, msg)
         self.put_record(thread_id, checkpoint_ns, dict(checkpoint), full, configurable.get("checkpoint_id"))
         if self.keep is not None:
-            bucket_threads.keep_newest(self, thread_id, checkpoint_ns, self.keep)
+            bucket_threads.keep_newest(self, thread_id, checkpoint_ns, self.keep, upto=checkpoint["id"])
         return {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
         }
@@ -345,3 +358,8 @@ class BucketSaver(HandoffSaver):
             encode_name(str(thread_id), "thread_id", self.where),
             encode_name(checkpoint_ns, "checkpoint_ns", self.where),  # type: ignore[arg-type]
         )
+
+
+def _matches(metadata: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether *metadata* holds every key of *wanted* (``list``'s filter) with its value."""
+    return all(key in metadata and metadata[key] == value for key, value in wanted.items())

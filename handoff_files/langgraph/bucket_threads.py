@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError, HandoffValidationError
+from handoff_files.foundation.errors import (
+    HandoffError,
+    HandoffNotFoundError,
+    HandoffValidationError,
+    StorageUnavailableError,
+)
 from handoff_files.langgraph.bucket_keys import WRITE_KIND, Found, encode_name, sealed, thread_prefix, writes_prefix
-from handoff_files.langgraph.threads import DELTA_KEY
+from handoff_files.langgraph.threads import DELTA_KEY, DamagedCheckpointWarning
 
 if TYPE_CHECKING:
     from handoff_files.storage import Storage
@@ -45,13 +51,14 @@ def delete_thread(saver: BucketSaver, thread_id: str) -> None:
 
 
 def delete_for_runs(saver: BucketSaver, run_ids: Sequence[str]) -> None:
-    """Remove every checkpoint (and its writes) whose metadata's ``run_id`` is one of *run_ids*."""
+    """Remove every checkpoint (and its writes) whose metadata's ``run_id`` is one of *run_ids*; one that does
+    not verify is passed over with a :class:`DamagedCheckpointWarning` (its run cannot be known)."""
     runs = set(run_ids)
     if not runs:
         return
     doomed = []
     for item in saver.checkpoints(""):
-        with _gone():
+        with _damaged(), _gone():
             if saver.metadata_at(item).get("run_id") in runs:
                 doomed.append(item)
     remove(saver, doomed)
@@ -64,18 +71,28 @@ def keep_latest(saver: BucketSaver, thread_id: str) -> None:
         keep_newest(saver, thread_id, checkpoint_ns, 1)
 
 
-def keep_newest(saver: BucketSaver, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-    """Remove all but the *keep* newest checkpoints of a namespace, oldest first.
+def keep_newest(saver: BucketSaver, thread_id: str, checkpoint_ns: str, keep: int, *, upto: str | None = None) -> None:
+    """Remove all but the *keep* newest checkpoints of a namespace (of those up to checkpoint *upto*, when
+    given: a put counts from its own, so an object named newer is never why it is removed), oldest first.
+    One past *keep* that does not verify goes with the others, as on a folder.
 
     :raises HandoffValidationError: if the graph uses a DeltaChannel (its value needs the older writes).
     """
     thread, ns = saver.parts(thread_id, checkpoint_ns)
-    older = saver.checkpoints(thread_prefix(thread, ns))[keep:]
+    listed = saver.checkpoints(thread_prefix(thread, ns))
+    older = [item for item in listed if upto is None or item.checkpoint_id <= upto][keep:]
     for item in older:
-        with _gone():
-            if saver.metadata_at(item).get(DELTA_KEY):
-                where = f"{saver.where}/{thread_prefix(thread, ns)}"
-                raise HandoffValidationError(where, _DELTA)
+        try:
+            metadata = saver.metadata_at(item)
+        except HandoffNotFoundError:
+            continue
+        except StorageUnavailableError:
+            raise
+        except HandoffError:
+            continue  # damaged, and past keep: removed with the rest
+        if metadata.get(DELTA_KEY):
+            where = f"{saver.where}/{thread_prefix(thread, ns)}"
+            raise HandoffValidationError(where, _DELTA)
     remove(saver, older[::-1])
 
 
@@ -88,32 +105,40 @@ def remove(saver: BucketSaver, items: Sequence[Found]) -> None:
 
 
 def copy_thread(saver: BucketSaver, source_thread_id: str, target_thread_id: str) -> None:
-    """Copy each checkpoint of the source, oldest first, its writes before it; undone on a failure.
+    """Copy each checkpoint of the source, oldest first, its writes before it; on a failure, what was copied
+    is removed again. One that does not verify is passed over with a :class:`DamagedCheckpointWarning`.
 
-    :raises HandoffError: if the target thread already holds checkpoints (nothing is written then).
+    :raises HandoffError: if anything is under the target thread already (nothing is written then).
     """
     target = encode_name(target_thread_id, "target_thread_id", saver.where)
-    if saver.checkpoints(thread_prefix(target)):
+    if saver.storage.list(thread_prefix(target)):
         where = f"{saver.where}/{thread_prefix(target)}"
-        raise HandoffError(where, "the target thread already holds checkpoints; copy into a new thread")
+        raise HandoffError(where, "the target thread already holds checkpoints or writes; copy into a new thread")
     source = encode_name(source_thread_id, "thread_id", saver.where)
+    made: list[str] = []
     try:
         for item in saver.checkpoints(thread_prefix(source))[::-1]:
-            with _gone():
-                _copy_one(saver, item, target, target_thread_id)
+            _copy_one(saver, item, target, target_thread_id, made)
     except BaseException:
-        for key in saver.storage.list(thread_prefix(target)):
-            saver.storage.remove(key)
+        for key in made[::-1]:
+            with _gone():
+                saver.storage.remove(key)
         raise
 
 
-def _copy_one(saver: BucketSaver, item: Found, target: str, target_thread_id: str) -> None:
-    record = saver.read_object(item.key)
-    for key in saver.storage.list(_writes_of(saver, item)):
-        with _gone():
-            write = {**saver.read_object(key, kind=WRITE_KIND), "thread_id": target_thread_id}
-            saver.storage.create(f"{target}/{key.split('/', 1)[1]}", sealed(write))
-    saver.storage.create(f"{target}/{item.key.split('/', 1)[1]}", sealed({**record, "thread_id": target_thread_id}))
+def _copy_one(saver: BucketSaver, item: Found, target: str, target_thread_id: str, made: list[str]) -> None:
+    """Copy *item* and its writes under *target*, each key created added to *made* (one that does not verify,
+    or is gone since the listing, is passed over; a write that fails is raised)."""
+    objects: list[tuple[str, dict[str, Any]]] = []
+    with _damaged(), _gone():
+        record = saver.read_object(item.key)
+        for key in saver.storage.list(_writes_of(saver, item)):
+            with _damaged(), _gone():
+                objects.append((key, saver.read_object(key, kind=WRITE_KIND)))
+        objects.append((item.key, record))  # the checkpoint last: its writes are there when it shows
+    for key, found in objects:
+        made.append(f"{target}/{key.split('/', 1)[1]}")
+        saver.storage.create(made[-1], sealed({**found, "thread_id": target_thread_id}))
 
 
 def _writes_of(saver: BucketSaver, item: Found) -> str:
@@ -126,3 +151,14 @@ def _gone() -> Iterator[None]:
     """Pass over an object another writer removed since the listing."""
     with contextlib.suppress(HandoffNotFoundError):
         yield
+
+
+@contextlib.contextmanager
+def _damaged() -> Iterator[None]:
+    """Pass over an object that does not verify, saying so (a store that does not answer is raised)."""
+    try:
+        yield
+    except StorageUnavailableError:
+        raise
+    except HandoffError as exc:
+        warnings.warn(f"{exc}: passed over", DamagedCheckpointWarning, stacklevel=4)

@@ -49,6 +49,9 @@ class Targets:
 
             url = open_storage(given).where  # checked (and named without any credential) as the store names it
             if thread is not None:
+                if "/" not in url.removeprefix("s3://"):  # the bucket itself: no root for new threads above it
+                    msg = "a thread on a bucket is a prefix in it: --thread s3://BUCKET/THREAD (or --root s3://BUCKET)"
+                    raise HandoffValidationError(url, msg)
                 return cls(url, url.rpartition("/")[0])
             return cls(None, url)
         check_folder_path(thread or root or ".", "the MCP server (its --thread or --root)")

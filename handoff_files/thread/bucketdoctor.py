@@ -24,10 +24,11 @@ from handoff_files.thread.bucketstore import BucketThreadStore
 from handoff_files.thread.bucketverify import verify_bucket
 from handoff_files.thread.findings import Finding
 from handoff_files.thread.objectcopies import MIRROR, PRIMARY, ReadableCopies
+from handoff_files.thread.retained import RETENTION_NAME
 
 __all__ = ["examine_bucket"]
 
-_OURS: Final = ("history/", "journal/", PRIMARY, MIRROR)
+_OURS: Final = ("history/", "journal/", PRIMARY, MIRROR, RETENTION_NAME)
 
 
 def examine_bucket(url: str, *, repair: bool = False, allowed_signers: Path | None = None) -> list[Finding]:

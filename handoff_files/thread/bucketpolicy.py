@@ -12,6 +12,7 @@ the anchor, or the anchor's number with another seal, is refused unless the call
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from handoff_files.format.codec import MAX_FILE_BYTES
@@ -77,13 +78,8 @@ class BucketPolicy:
         since = (
             "signed generations required" if held is None else f"pinned to signed generations since {held.pinned_at}"
         )
-
-        def refuse(handoff: Handoff) -> str | None:
-            report = checker.report(handoff, self._where)
-            return None if report is not None and report.trusted else f"not trusted: {untrusted(report)} ({since})"
-
         try:
-            found = self._objects.restore(refuse=refuse if strict else None)
+            found = self._objects.restore(refuse=self._refusal(held, checker))
         except NoHandoffError as exc:
             if strict and self._objects.generations():
                 msg = f"no generation a trusted key signed is left ({since}): {exc.reason}"
@@ -102,6 +98,34 @@ class BucketPolicy:
             problems += self._anchored(handoff, accept_rollback=accept_rollback)
         key = Path(found.where[len(self._where) + 1 :])
         return Restored(handoff, "history", key, tuple(problems), signature=report, url=found.where)
+
+    def verified(self, numbers: list[int], want: int) -> list[Handoff]:
+        """The newest *want* of *numbers* (newest first) that verify and, on a pinned thread (or with
+        ``require_signed``), that a trusted key signed; fewer if fewer do."""
+        held = self._pin([])
+        refuse = self._refusal(held, SignerCheck(self._allowed))
+        found: list[Handoff] = []
+        while numbers and len(found) < want:
+            handoff = self._objects.newest_of(numbers, refuse)[0]
+            if handoff is None:
+                break
+            found.append(handoff)
+            numbers = [number for number in numbers if number < handoff.generation]
+        return found
+
+    def _refusal(self, held: Pin | None, checker: SignerCheck) -> Callable[[Handoff], str | None] | None:
+        """Why a generation is not trusted on this thread, or None (not pinned: every one that verifies is)."""
+        if held is None and not self._require_signed:
+            return None
+        since = (
+            "signed generations required" if held is None else f"pinned to signed generations since {held.pinned_at}"
+        )
+
+        def refuse(handoff: Handoff) -> str | None:
+            report = checker.report(handoff, self._where)
+            return None if report is not None and report.trusted else f"not trusted: {untrusted(report)} ({since})"
+
+        return refuse
 
     def _anchored(self, handoff: Handoff, *, accept_rollback: bool) -> list[str]:
         """Check *handoff* (trusted) against the thread's anchor and move the anchor on; what is to be said.

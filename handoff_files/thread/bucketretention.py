@@ -4,8 +4,9 @@ The record is a folder's (:mod:`~handoff_files.thread.retained`: the same bytes,
 over the same message); only where it is kept differs. A writer makes sure it covers its removal
 before it removes a generation object: created if there is none, replaced at the ETag read when it
 is another ``keep``'s, another thread's or another key's (a lost race is read again). A process
-that found it covering once does not read it again: every save past ``keep`` prunes, and this keeps
-the prune at no request beyond its removals (give every writer of a thread the same ``keep`` and key).
+that found it covering remembers its ETag and asks again only whether it changed (a conditional
+GET, answered 304 with no body): every save past ``keep`` prunes, and a record another writer
+replaced or removed meanwhile is read (and made to cover again) before anything more goes.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ __all__ = ["keep_bucket_record", "read_bucket_record"]
 
 _TRIES: Final = 8
 _REMEMBERED: Final = 4096
-# per store: the thread, keep and key this process found (or made) the record cover
-_KNOWN: dict[str, tuple[str, int, str | None]] = {}
+# per store: the thread, keep and key this process found (or made) the record cover, and its ETag then
+_KNOWN: dict[str, tuple[tuple[str, int, str | None], str]] = {}
 
 
 def read_bucket_record(storage: Storage) -> RetentionRecord | None:
@@ -65,8 +66,9 @@ def keep_bucket_record(
 
     :raises HandoffError: if a record is needed and cannot be written (remove nothing then).
     """
-    fingerprint = None if key is None else key.fingerprint
-    if _KNOWN.get(storage.where) == (thread_id, keep, fingerprint):
+    covers = (thread_id, keep, None if key is None else key.fingerprint)
+    known = _KNOWN.get(storage.where)
+    if known is not None and known[0] == covers and _unchanged(storage, known[1]):
         return
     named = f"{storage.where}/{RETENTION_NAME}"
     for _ in range(_TRIES):
@@ -81,8 +83,8 @@ def keep_bucket_record(
             except HandoffError:
                 record = None  # damaged, or not a record: written anew
         before = account_from(record, thread_id=thread_id, keep=keep, key=key, oldest=oldest)
-        if before is None:
-            _remember(storage.where, (thread_id, keep, fingerprint))
+        if before is None and stored is not None:  # only a record read can cover
+            _remember(storage.where, covers, stored.etag)
             return
         data = encode_record(
             new_record(
@@ -97,17 +99,25 @@ def keep_bucket_record(
         )
         try:
             if stored is None:
-                storage.create(RETENTION_NAME, data)
+                etag = storage.create(RETENTION_NAME, data)
             else:
-                storage.replace(RETENTION_NAME, data, stored.etag)
+                etag = storage.replace(RETENTION_NAME, data, stored.etag)
         except StorageConflictError:
             continue  # another writer wrote it meanwhile: read it again
-        _remember(storage.where, (thread_id, keep, fingerprint))
+        _remember(storage.where, covers, etag)
         return
     raise StorageConflictError(named, f"other writers kept replacing it ({_TRIES} tries); nothing was removed")
 
 
-def _remember(where: str, covered: tuple[str, int, str | None]) -> None:
+def _unchanged(storage: Storage, etag: str) -> bool:
+    """Whether the record is still the one at *etag* (one conditional GET); False if changed or gone."""
+    try:
+        return storage.read_changed(RETENTION_NAME, etag, limit=MAX_RECORD_BYTES) is None
+    except HandoffNotFoundError:
+        return False
+
+
+def _remember(where: str, covers: tuple[str, int, str | None], etag: str) -> None:
     if len(_KNOWN) >= _REMEMBERED:
         _KNOWN.clear()
-    _KNOWN[where] = covered
+    _KNOWN[where] = (covers, etag)

@@ -122,6 +122,10 @@ class BucketThreadStore(HandoffStore):
         """The generation numbers ``history/`` holds, newest first."""
         return self._objects.generations()
 
+    def trusted(self, want: int) -> list[Handoff]:
+        """The newest *want* generations that verify and, on a pinned thread, that a trusted key signed."""
+        return self._signing.verified(self._objects.generations(), want)
+
     def __repr__(self) -> str:
         return f"HandoffStore({self.where!r})"
 
@@ -392,9 +396,3 @@ class BucketThreadStore(HandoffStore):
 def _key_of(url: str, root: str) -> str:
     """The key *url* names under *root*."""
     return url[len(root) + 1 :] if url.startswith(root + "/") else url
-
-
-def _with(receipt: SaveReceipt, problems: list[str]) -> SaveReceipt:
-    from dataclasses import replace  # noqa: PLC0415
-
-    return replace(receipt, problems=tuple(problems))

@@ -228,7 +228,7 @@ class ObjectThread:
             return None
         if self._head is not None and self._head.generation == numbers[0]:
             return self._head
-        found = self._newest(numbers)[0]
+        found = self.newest_of(numbers)[0]
         return None if found is None else _Head.of(found)
 
     def _fresh(self, generation: int, key: str, before: list[int]) -> list[int]:
@@ -288,14 +288,14 @@ class ObjectThread:
         numbers = self.generations()
         if not numbers:
             raise NoHandoffError(self.storage.where, "no generation here yet (history/ is empty)")
-        found, problems = self._newest(numbers, refuse)
+        found, problems = self.newest_of(numbers, refuse)
         if found is None:
             msg = "no generation here verifies: " + "; ".join(problems)
             raise NoHandoffError(self.storage.where, msg)
         self._head = _Head.of(found)
         return ObjectRestored(found, self._where(found.generation), tuple(problems))
 
-    def _newest(
+    def newest_of(
         self, numbers: list[int], refuse: Callable[[Handoff], str | None] | None = None
     ) -> tuple[Handoff | None, list[str]]:
         """The newest of *numbers* that verifies and *refuse* does not refuse; why each newer one was passed over."""

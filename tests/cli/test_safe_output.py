@@ -15,16 +15,32 @@ import pytest
 from handoff_files import HandoffInbox, HandoffStore
 from handoff_files.cli.main import main
 from handoff_files.cli.safe_output import escape_unsafe
+from handoff_files.cli.terminal import Terminal, paint
 
 HOSTILE = "title \x1b]0;pwned\x07 hidden \x1b[8mgone\x1b[0m c1 \x9b31m bidi \u202eevil del \x7f cr \r end"
 # what must never reach a terminal raw: ESC not starting one of the CLI's colour codes, BEL, C1, bidi, DEL, CR
-RAW = re.compile("\x1b(?!\\[(?:0|1|31|32|33)m)|[\x07\x7f\x9b\u202e\r]")
+RAW = re.compile("[\x1b\x07\x7f\x9b\u202e\r]")
 
 
 def test_escape_unsafe_keeps_text_newlines_tabs_and_the_clis_own_colours() -> None:
     assert escape_unsafe("plain\ttext\nnext line é ü 漢") == "plain\ttext\nnext line é ü 漢"
-    assert escape_unsafe("\x1b[1mheading\x1b[0m") == "\x1b[1mheading\x1b[0m"
+    painted = paint("heading", "heading", Terminal(colour=True))
+    assert escape_unsafe(painted) == "\x1b[1mheading\x1b[0m"
     assert escape_unsafe("\x1b]0;x\x07\x9b\u202e") == "\\u001b]0;x\\u0007\\u009b\\u202e"
+
+
+def test_text_cannot_paint_itself_in_the_clis_colours() -> None:
+    """A file's ``ESC [ 31 m`` would make its text look like one of the CLI's red warnings: escaped."""
+    assert escape_unsafe("\x1b[31mERROR: trust me\x1b[0m") == "\\u001b[31mERROR: trust me\\u001b[0m"
+    assert escape_unsafe(paint("\x1b[32mok", "bad", Terminal(colour=True))) == "\x1b[31m\\u001b[32mok\x1b[0m"
+
+
+def test_emoji_and_right_to_left_text_pass_and_overrides_do_not() -> None:
+    family = "\U0001f469\u200d\U0001f467"  # woman ZWJ girl: one emoji
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # a zero-width non-joiner inside a word
+    marked = "abc\u200f(\u05d0)\u200e"  # right-to-left and left-to-right marks
+    assert escape_unsafe(family + persian + marked) == family + persian + marked
+    assert escape_unsafe("\u202e\u2066\u200b") == "\\u202e\\u2066\\u200b"
 
 
 def test_show_escapes_a_hostile_narrative_and_json_keeps_it_exact(

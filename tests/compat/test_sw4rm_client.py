@@ -35,6 +35,7 @@ from handoff_files.foundation.errors import (
     UnknownRequestError,
 )
 from handoff_files.inbox.lifecycle import HandoffInbox
+from handoff_files.storage import open_storage
 from handoff_files.transfers.blobs import blob_path
 from tests.inbox.clock import Clock
 from tests.inbox_sw4rm_child import SCRIPT
@@ -522,3 +523,19 @@ def test_an_inbox_request_reads_as_sw4rms_response_in_one_way_only(tmp_path: Pat
     assert client.get_handoff_status(overdue.handoff_id) == HandoffResponse(
         False, overdue.handoff_id, None, EXPIRED, to_response(overdue).metadata
     )
+
+
+def test_a_client_on_an_inbox_in_a_bucket_keeps_context_snapshots_in_the_bucket(
+    bucket_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(INBOX_ENV, bucket_url)
+    response = Agent("agent-1").initiate_handoff("agent-2", "Need specialist knowledge")
+    receiver = HandoffClient()
+    assert receiver.inbox is not None
+    assert receiver.inbox.where == bucket_url
+    [pending] = receiver.get_pending_handoffs("agent-2")
+    assert receiver.accept_handoff(response.handoff_id).status is ACCEPTED
+    assert pending.context_snapshot is not None
+    assert deserialize_context(pending.context_snapshot).metadata["agent_id"] == "agent-1"
+    keys = open_storage(bucket_url).list("")
+    assert any(key.startswith(f"{BLOBS_DIR}/") for key in keys), keys

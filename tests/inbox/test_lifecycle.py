@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import logging
 import math
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -172,6 +173,12 @@ def _apply(inbox: HandoffInbox, operation: str, handoff_id: str) -> InboxRequest
     if operation == "reject":
         return inbox.reject_handoff(handoff_id, "not now")
     return inbox.complete_handoff(handoff_id)
+
+
+def test_a_request_copied_one_level_deeper_is_not_listed_again(inbox: HandoffInbox) -> None:
+    record = inbox.request_handoff("alpha", "beta", "port the rest")
+    _storage(inbox).create(f"requests/zz/{record.handoff_id}.json", _raw(inbox, record.handoff_id))
+    assert [found.handoff_id for found in inbox.list_handoffs()] == [record.handoff_id]
 
 
 @pytest.mark.parametrize("case", ALLOWED)
@@ -824,6 +831,38 @@ def test_serve_refuses_bad_arguments(inbox_at: str, tmp_path: Path, blobs: Local
                 threads_dir=tmp_path,
                 max_requests=bad,
             )
+
+
+def test_serve_on_a_bucket_that_does_not_answer_waits_and_lists_again(
+    bucket_url: str,
+    tmp_path: Path,
+    blobs: LocalBlobStore,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The store down (a port nothing listens on): serve() says so and lists again, until it is stopped."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed.getsockname()[1]}")
+    inbox = HandoffInbox(bucket_url)
+    stop = threading.Event()
+    timer = threading.Timer(3, stop.set)
+    timer.start()
+    try:
+        settled = inbox.serve(
+            "beta",
+            on_handoff_request=lambda _r: True,
+            on_handoff_received=Received(),
+            blobs=blobs,
+            threads_dir=tmp_path,
+            stop=stop,
+            rescan=0.2,
+        )
+    finally:
+        timer.cancel()
+    assert settled == []
+    said = [r.getMessage() for r in caplog.records if "the inbox was not listed" in r.getMessage()]
+    assert said, caplog.text
 
 
 # -- fallback ----------------------------------------------------------------------------------

@@ -42,6 +42,14 @@ def test_a_healthy_bucket_thread_checks_clean(bucket_url: str, capsys: pytest.Ca
     assert any("newest 2" in f["what"] for f in findings)
 
 
+def test_a_pruned_threads_retention_record_is_the_librarys(bucket_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _saves(bucket_url, 4, keep=2)
+    assert BucketStorage(bucket_url).list("retention") == ["retention.json"]
+    code, findings = _doctor(capsys, bucket_url)
+    assert code == 0
+    assert [f for f in findings if "not the library's" in f["what"]] == []
+
+
 def test_copies_left_behind_are_said_and_moved_on_by_repair(
     bucket_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

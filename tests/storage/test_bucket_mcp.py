@@ -6,7 +6,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from handoff_files import HandoffStore
+from handoff_files.cli.main import main
 from tests.mcp_server.helpers import LAYERS, Client, server, talk, text
 
 
@@ -62,3 +65,14 @@ def test_a_one_thread_server_on_a_bucket(bucket_url: str) -> None:
     assert "serves the one thread 'solo'" in text(out["other"])
     assert "port the CSV reader" in text(out["restore"])
     assert HandoffStore(thread).restore().generation == 1
+
+
+def test_a_thread_at_the_bucket_itself_is_refused_in_one_line(
+    test_bucket: str, aws_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["mcp", "--thread", f"s3://{test_bucket}"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"handoff: s3://{test_bucket}: a thread on a bucket is a prefix in it: --thread s3://BUCKET/THREAD "
+        "(or --root s3://BUCKET)\n"
+    )

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from handoff_files import HandoffStore
 from handoff_files.cli.main import main
-from handoff_files.signing.keys import SigningKey
+from handoff_files.foundation.errors import HandoffValidationError
+from handoff_files.signing.keys import SigningKey, create_key
 from handoff_files.storage import BucketStorage
+from handoff_files.thread.bucketprune import prune_bucket
 from handoff_files.thread.bucketverify import verify_bucket
 
 
@@ -89,3 +92,51 @@ def test_prune_and_migrate_of_a_url_that_cannot_be_say_so_in_one_line(
         f"handoff: {bucket_url}: no generation here: no thread under this URL (a saver's root prunes itself)",
         f"handoff: {bucket_url}: a thread on object storage is written at the current version only",
     ]
+
+
+def test_prune_keeps_the_newest_generations_that_verify_not_the_newest_names(bucket_url: str) -> None:
+    for step in range(3):
+        HandoffStore(bucket_url, thread_id="kept").save({"narrative": f"step {step}"})
+    storage = BucketStorage(bucket_url)
+    good = storage.read("history/00000003.json", limit=1 << 20).data
+    storage.create("history/00000009.json", good.replace(b"step 2", b"step 9"))  # planted: its seal fails
+    kept, removed = prune_bucket(bucket_url, 1)
+    assert (kept, removed) == (
+        ["history/00000009.json", "history/00000003.json"],
+        ["history/00000002.json", "history/00000001.json"],
+    )
+    assert HandoffStore(bucket_url).restore().handoff.narrative == "step 2"
+
+
+def test_prune_removes_nothing_when_no_generation_verifies(bucket_url: str) -> None:
+    HandoffStore(bucket_url, thread_id="kept").save({"narrative": "step"})
+    storage = BucketStorage(bucket_url)
+    stored = storage.read("history/00000001.json", limit=1 << 20)
+    storage.replace("history/00000001.json", stored.data.replace(b'"step"', b'"stop"'), stored.etag)
+    storage.create("history/00000002.json", b"{}")
+    with pytest.raises(HandoffValidationError, match="no generation in history/ verifies"):
+        prune_bucket(bucket_url, 1)
+    assert storage.list("history/") == ["history/00000001.json", "history/00000002.json"]
+
+
+def test_prune_of_a_pinned_thread_keeps_the_newest_a_trusted_key_signed(
+    bucket_url: str, alice: SigningKey, tmp_path: Path
+) -> None:
+    mallory = create_key(tmp_path / "mallory")  # not in allowed_signers
+    for step in range(3):
+        HandoffStore(bucket_url, thread_id="kept", signing_key=alice).save({"narrative": f"step {step}"})
+    HandoffStore(bucket_url, signing_key=mallory).save({"narrative": "not alice"})
+    HandoffStore(bucket_url).save({"narrative": "unsigned"})
+    kept, removed = prune_bucket(bucket_url, 1)
+    assert kept == ["history/00000005.json", "history/00000004.json", "history/00000003.json"]
+    assert removed == ["history/00000002.json", "history/00000001.json"]
+
+
+def test_a_record_removed_after_this_process_read_it_is_written_again_before_the_next_prune(bucket_url: str) -> None:
+    _saves(bucket_url, 4)
+    storage = BucketStorage(bucket_url)
+    storage.remove("retention.json")  # another writer, or a person, meanwhile
+    HandoffStore(bucket_url, keep=2).save({"narrative": "step 5"})
+    assert storage.list("retention") == ["retention.json"]
+    check = verify_bucket(bucket_url)
+    assert check.ok, check.problems
