@@ -19,6 +19,7 @@ from typing import Any, Final
 import orjson
 
 from handoff_files.format import seal as sealing
+from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "WRITE_KIND",
     "Found",
     "check_shape",
+    "checked_size",
     "checkpoint_key",
     "encode_name",
     "parse_key",
@@ -160,6 +162,20 @@ def _is_write(write: object) -> bool:
         and isinstance(write.get("channel"), str)
         and isinstance(write.get("value"), dict)
     )
+
+
+def checked_size(data: bytes, named: str) -> bytes:
+    """*data*, if a reader will take it (at most :data:`~handoff_files.format.codec.MAX_FILE_BYTES`).
+
+    :raises HandoffValidationError: naming *named*, if it is larger (nothing is written then).
+    """
+    if len(data) > MAX_FILE_BYTES:
+        msg = (
+            f"it would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for one record "
+            "(values over 256 KiB each are objects of their own; this holds too many smaller ones): not written"
+        )
+        raise HandoffValidationError(named, msg)
+    return data
 
 
 def sealed(record: dict[str, Any]) -> bytes:

@@ -51,12 +51,14 @@ from handoff_files.langgraph.bucket_keys import (
     KIND,
     Found,
     check_shape,
+    checked_size,
     checkpoint_key,
     encode_name,
     parse_key,
     sealed,
     thread_prefix,
 )
+from handoff_files.langgraph.bucket_values import stash_value, unstash_value, values_prefix
 from handoff_files.langgraph.saver import HandoffSaver
 from handoff_files.langgraph.threads import DELTA_KEY, DamagedCheckpointWarning
 from handoff_files.thread.settings import DURABILITIES
@@ -194,8 +196,12 @@ class BucketSaver(HandoffSaver):
         if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_versions", {}), dict):
             raise HandoffError(named, "its checkpoint is not a checkpoint (not a mapping of LangGraph's fields)")
         values = record.get("channel_values", {})
+        thread, ns = self.parts(record["thread_id"], record["checkpoint_ns"])
+        large = values_prefix(thread, ns, encode_name(record["checkpoint_id"], "checkpoint_id", self.where))
         checkpoint["channel_values"] = {
-            name: self._decode(values[name], named) for name in checkpoint.get("channel_versions", {}) if name in values
+            name: self._decode(unstash_value(self.storage, large, values[name], named), named)
+            for name in checkpoint.get("channel_versions", {})
+            if name in values
         }
         ids = {"thread_id": record["thread_id"], "checkpoint_ns": record["checkpoint_ns"]}
         config: RunnableConfig = {"configurable": {**ids, "checkpoint_id": record["checkpoint_id"]}}
@@ -285,6 +291,8 @@ class BucketSaver(HandoffSaver):
         values = checkpoint.pop("channel_values", None) or {}
         versions = checkpoint.get("channel_versions", {})
         where = f"{self.where}/{thread_prefix(thread, ns)}"
+        part = encode_name(str(checkpoint["id"]), "checkpoint_id", self.where)
+        large = values_prefix(thread, ns, part)
         record = {
             "kind": KIND,
             "thread_id": thread_id,
@@ -293,10 +301,14 @@ class BucketSaver(HandoffSaver):
             "parent_checkpoint_id": parent,
             "metadata": self._encode(metadata, where),
             "checkpoint": self._encode(checkpoint, where),
-            "channel_values": {name: self._encode(v, where) for name, v in values.items() if name in versions},
+            "channel_values": {
+                name: stash_value(self.storage, large, self._encode(v, where))
+                for name, v in values.items()
+                if name in versions
+            },
         }
-        key = checkpoint_key(thread, ns, encode_name(str(checkpoint["id"]), "checkpoint_id", self.where))
-        self._put(key, sealed(record), replace=True)
+        key = checkpoint_key(thread, ns, part)
+        self._put(key, checked_size(sealed(record), f"{self.where}/{key}"), replace=True)
 
     def put_writes(
         self,

@@ -14,7 +14,9 @@ from handoff_files.foundation.errors import (
     HandoffValidationError,
     StorageUnavailableError,
 )
+from handoff_files.langgraph.blobs import MAX_BLOB_BYTES
 from handoff_files.langgraph.bucket_keys import WRITE_KIND, Found, encode_name, sealed, thread_prefix, writes_prefix
+from handoff_files.langgraph.bucket_values import values_prefix
 from handoff_files.langgraph.threads import DELTA_KEY, DamagedCheckpointWarning
 
 if TYPE_CHECKING:
@@ -97,10 +99,10 @@ def keep_newest(saver: BucketSaver, thread_id: str, checkpoint_ns: str, keep: in
 
 
 def remove(saver: BucketSaver, items: Sequence[Found]) -> None:
-    """Remove each checkpoint object, then its writes."""
+    """Remove each checkpoint object, then its writes and its large values."""
     for item in items:
         saver.storage.remove(item.key)
-        for key in saver.storage.list(_writes_of(saver, item)):
+        for key in [*saver.storage.list(_writes_of(saver, item)), *saver.storage.list(_values_of(saver, item))]:
             saver.storage.remove(key)
 
 
@@ -132,6 +134,11 @@ def _copy_one(saver: BucketSaver, item: Found, target: str, target_thread_id: st
     objects: list[tuple[str, dict[str, Any]]] = []
     with _damaged(), _gone():
         record = saver.read_object(item.key)
+        for key in saver.storage.list(_values_of(saver, item)):  # named by their digest: copied as they are
+            with _gone():
+                data = saver.storage.read(key, limit=MAX_BLOB_BYTES).data
+                made.append(f"{target}/{key.split('/', 1)[1]}")
+                saver.storage.create(made[-1], data)
         for key in saver.storage.list(_writes_of(saver, item)):
             with _damaged(), _gone():
                 objects.append((key, saver.read_object(key, kind=WRITE_KIND)))
@@ -139,6 +146,11 @@ def _copy_one(saver: BucketSaver, item: Found, target: str, target_thread_id: st
     for key, found in objects:
         made.append(f"{target}/{key.split('/', 1)[1]}")
         saver.storage.create(made[-1], sealed({**found, "thread_id": target_thread_id}))
+
+
+def _values_of(saver: BucketSaver, item: Found) -> str:
+    thread, ns = saver.parts(item.thread_id, item.checkpoint_ns)
+    return values_prefix(thread, ns, encode_name(item.checkpoint_id, "checkpoint_id", saver.where))
 
 
 def _writes_of(saver: BucketSaver, item: Found) -> str:

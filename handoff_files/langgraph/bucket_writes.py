@@ -17,7 +17,8 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP
 
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.errors import HandoffNotFoundError, ObjectChangedError, ObjectExistsError
-from handoff_files.langgraph.bucket_keys import WRITE_KIND, encode_name, sealed, write_key, writes_prefix
+from handoff_files.langgraph.bucket_keys import WRITE_KIND, checked_size, encode_name, sealed, write_key, writes_prefix
+from handoff_files.langgraph.bucket_values import stash_value, unstash_value, values_prefix
 
 if TYPE_CHECKING:
     from handoff_files.storage import Storage
@@ -53,8 +54,12 @@ def store_writes(
     checkpoint = encode_name(str(configurable["checkpoint_id"]), "checkpoint_id", saver.where)
     key = write_key(thread, ns, checkpoint, encode_name(str(task_id), "task_id", saver.where))
     where = f"{saver.where}/{key}"
+    large = values_prefix(thread, ns, checkpoint)
     fresh = {
-        WRITES_IDX_MAP.get(channel, index): {"channel": channel, "value": saver._encode(value, where)}
+        WRITES_IDX_MAP.get(channel, index): {
+            "channel": channel,
+            "value": stash_value(saver.storage, large, saver._encode(value, where)),
+        }
         for index, (channel, value) in enumerate(writes)
     }
     for _ in range(_TRIES):
@@ -75,11 +80,12 @@ def store_writes(
             "task_path": task_path,
             "writes": sorted({**held, **added}.values(), key=lambda w: int(w["idx"])),
         }
+        data = checked_size(sealed(record), where)
         try:
             if stored is None:
-                saver.storage.create(key, sealed(record))
+                saver.storage.create(key, data)
             else:
-                saver.storage.replace(key, sealed(record), stored.etag)
+                saver.storage.replace(key, data, stored.etag)
         except (ObjectExistsError, ObjectChangedError):
             continue  # another call for this task wrote first: merge into its object
         return
@@ -92,7 +98,8 @@ def pending_writes(saver: BucketSaver, record: dict[str, Any]) -> list[tuple[str
     :raises HandoffError: if a write object does not verify, or holds a value not allowed (naming it).
     """
     thread, ns = saver.parts(record["thread_id"], record["checkpoint_ns"])
-    prefix = writes_prefix(thread, ns, encode_name(record["checkpoint_id"], "checkpoint_id", saver.where))
+    checkpoint = encode_name(record["checkpoint_id"], "checkpoint_id", saver.where)
+    prefix, large = writes_prefix(thread, ns, checkpoint), values_prefix(thread, ns, checkpoint)
     tasks = []
     for key in saver.storage.list(prefix):
         try:
@@ -102,4 +109,7 @@ def pending_writes(saver: BucketSaver, record: dict[str, Any]) -> list[tuple[str
     writes = [(t["task_path"], t["task_id"], w) for t in tasks for w in t["writes"]]
     writes.sort(key=lambda found: (found[0], found[1], found[2]["idx"]))
     named = f"{saver.where}/{prefix}"
-    return [(task, w["channel"], saver._decode(w["value"], named)) for _, task, w in writes]
+    return [
+        (task, w["channel"], saver._decode(unstash_value(saver.storage, large, w["value"], named), named))
+        for _, task, w in writes
+    ]
