@@ -60,12 +60,14 @@ class SigningKey:
     private: Ed25519PrivateKey
     path: Path
     _blob: bytes = field(init=False, repr=False, compare=False)  # the public key, worked out once
+    _fingerprint: str = field(init=False, repr=False, compare=False)  # and its fingerprint (a save asks twice)
 
     def __post_init__(self) -> None:
         from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: PLC0415 -- lazy
 
         raw = self.private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         object.__setattr__(self, "_blob", sshsig.key_blob(raw))
+        object.__setattr__(self, "_fingerprint", sshsig.fingerprint(self._blob))
 
     @property
     def key(self) -> bytes:
@@ -80,7 +82,7 @@ class SigningKey:
     @property
     def fingerprint(self) -> str:
         """``SHA256:…``, as ``ssh-keygen -l`` prints the key."""
-        return sshsig.fingerprint(self.key)
+        return self._fingerprint
 
     def sign(self, message: bytes) -> str:
         """The armored SSHSIG signature of *message* (namespace ``handoff-files``)."""

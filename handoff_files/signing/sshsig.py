@@ -58,6 +58,7 @@ _MAGIC: Final = b"SSHSIG"
 _VERSION: Final = 1
 _HASHES: Final = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
 _SIGN_HASH: Final = "sha512"  # ssh-keygen's default
+_SIGNATURE_HEAD: Final = string(KEY_TYPE)  # an Ed25519 signature's type, before its bytes
 _BEGIN: Final = "-----BEGIN SSH SIGNATURE-----"
 _END: Final = "-----END SSH SIGNATURE-----"
 _WRAP: Final = 70  # ssh-keygen's line width
@@ -134,10 +135,21 @@ def _raw_key(blob: bytes) -> bytes:
     return raw
 
 
+#: what comes before the message's digest in the bytes signed, by namespace and hash (the same every time)
+_HEADS: dict[tuple[str, str], bytes] = {}
+#: what comes before the signature in a signature blob, by public key and namespace (a key signs again and again)
+_BLOB_HEADS: dict[tuple[bytes, str], bytes] = {}
+
+
 def to_sign(message: bytes, namespace: str, hash_algorithm: str) -> bytes:
     """The bytes an SSHSIG signature signs over *message* (see the module's text)."""
     digest = _HASHES[hash_algorithm](message).digest()
-    return _MAGIC + string(namespace) + string(b"") + string(hash_algorithm) + string(digest)
+    head = _HEADS.get((namespace, hash_algorithm))
+    if head is None:
+        head = _MAGIC + string(namespace) + string(b"") + string(hash_algorithm)
+        if len(_HEADS) < _KEEP:
+            _HEADS[namespace, hash_algorithm] = head
+    return head + string(digest)
 
 
 def sign(message: bytes, key: Ed25519PrivateKey, *, namespace: str = NAMESPACE, public: bytes | None = None) -> str:
@@ -150,15 +162,12 @@ def sign(message: bytes, key: Ed25519PrivateKey, *, namespace: str = NAMESPACE, 
 
         public = key_blob(key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
     signature = key.sign(to_sign(message, namespace, _SIGN_HASH))
-    blob = (
-        _MAGIC
-        + uint32(_VERSION)
-        + string(public)
-        + string(namespace)
-        + string(b"")
-        + string(_SIGN_HASH)
-        + string(string(KEY_TYPE) + string(signature))
-    )
+    head = _BLOB_HEADS.get((public, namespace))
+    if head is None:
+        head = _MAGIC + uint32(_VERSION) + string(public) + string(namespace) + string(b"") + string(_SIGN_HASH)
+        if len(_BLOB_HEADS) < _KEEP:
+            _BLOB_HEADS[public, namespace] = head
+    blob = head + string(_SIGNATURE_HEAD + string(signature))
     encoded = base64.b64encode(blob).decode()
     lines = [encoded[at : at + _WRAP] for at in range(0, len(encoded), _WRAP)]
     return "\n".join([_BEGIN, *lines, _END]) + "\n"

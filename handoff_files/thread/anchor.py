@@ -67,12 +67,23 @@ _FOLDERS: set[Path] = set()  # the anchors folders made (or found) by this proce
 _PATHS: dict[tuple[Path, str], Path] = {}  # the anchor file by its folder and name: a save looks it up twice
 
 
+#: a folder's real path by the path given, worked out once per process (as its anchor's name is): a
+#: pinned folder is held by its path as given too, so one replaced by a link later is held all the same
+_REAL: dict[str, str] = {}
+
+
 def thread_name(thread: str | os.PathLike[str]) -> str:
     """The name a thread's pin and anchor are kept under: a folder's real path, a bucket thread's URL as given
     (with ``AWS_ENDPOINT_URL`` when one is set)."""
     given = os.fspath(thread)
     if not given.startswith("s3://"):
-        return os.path.realpath(given)
+        real = _REAL.get(given)
+        if real is None:
+            real = os.path.realpath(given)
+            if len(_REAL) > 1024:
+                _REAL.clear()
+            _REAL[given] = real
+        return real
     endpoint = os.environ.get("AWS_ENDPOINT_URL")  # one URL on two stores is two threads
     return f"{given} at {endpoint}" if endpoint else given
 
@@ -197,16 +208,18 @@ def advance(
     first_seal: str | None = None,
     flush: Path | None = None,
     back: bool = False,
+    saved: bool = False,
 ) -> None:
     """Anchor *folder* at *generation* of *thread_id* unless its anchor is already as new (another thread id: anew).
 
     :param flush: the file the generation was read from, made durable (with its folder) before the
         anchor is written, so that a power loss can never leave the anchor ahead of the disk.
     :param back: anchor it there even if the anchor is newer (a rollback the caller accepted).
+    :param saved: the caller just saved *generation* (it is newer, but for a race): look only under the lock.
     :raises RollbackError: if the anchor cannot be read (see :func:`anchor_of`).
     :raises HandoffWriteError: if it cannot be written.
     """
-    if _as_new(anchor_of(folder), thread_id, generation, first_seal) and not back:
+    if not saved and _as_new(anchor_of(folder), thread_id, generation, first_seal) and not back:
         return  # the usual restore: nothing to move (checked again under the lock below)
     if flush is not None:
         try:
@@ -311,6 +324,7 @@ def _append(path: Path, line: bytes) -> os.stat_result | Literal[False] | None:
 def forget(folder: str | os.PathLike[str]) -> bool:
     """Remove *folder*'s anchor; whether it had one."""
     _NAMES.pop(os.fspath(folder), None)
+    _REAL.pop(os.fspath(folder), None)
     try:
         path = _path(folder)
         _SEEN.pop(path, None)

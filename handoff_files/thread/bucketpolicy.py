@@ -57,7 +57,7 @@ class BucketPolicy:
                         how = f"saved generation {made.generation}, signed by {report.principal}"
                         pin(self._where, made.thread_id, None, how=how)
                     first = made.checksum if made.generation == 1 else None
-                    advance(self._where, made.thread_id, made.generation, made.checksum, first_seal=first)
+                    advance(self._where, made.thread_id, made.generation, made.checksum, first_seal=first, saved=True)
                 except HandoffError as exc:
                     problems.append(f"the pin or the rollback anchor could not be written: {exc}")
         if not problems:

@@ -17,7 +17,7 @@ from typing import Final, TypeVar
 from handoff_files.format.loader import load
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, RollbackError, UntrustedSignerError
-from handoff_files.thread.anchor import advance, anchor_of, rollback_of, rollback_refused
+from handoff_files.thread.anchor import advance, anchor_of, rollback_of, rollback_refused, thread_name
 from handoff_files.thread.history import find_generation
 from handoff_files.thread.layout import ThreadDir
 from handoff_files.thread.mirror import read_mirror, verify_mirror
@@ -124,7 +124,7 @@ def after_save(
     if receipt.signed_by is None:
         return _unsigned_into_pinned(receipt, layout)
     problems: list[str] = []
-    key = (os.path.realpath(layout.path), receipt.signed_by, os.fspath(allowed_signers or ""))
+    key = (thread_name(layout.path), receipt.signed_by, os.fspath(allowed_signers or ""))
     if thread_id is None or key in _UNTRUSTED:
         return receipt
     held = _pin(layout, None, problems)
@@ -146,7 +146,7 @@ def after_save(
         if held is None and report is not None:
             _take_pin(layout, handoff, f"saved generation {handoff.generation}, signed by {report.principal}", problems)
     try:  # acknowledged: its commit point is durable, so the anchor is not ahead of the disk
-        advance(layout.path, thread_id, receipt.generation, receipt.checksum)
+        advance(layout.path, thread_id, receipt.generation, receipt.checksum, saved=True)
     except HandoffError as exc:
         problems.append(f"the rollback anchor could not be moved on: {exc}")
     if not problems:
