@@ -5,7 +5,8 @@ copies a person opens follow it, each replaced on the etag it was read at and on
 generation, so an older writer never moves one back. A writer remembers the etag it left each copy
 at: while no other writer moved it, the next save replaces it at that etag without reading it
 first (an etag that changed is a conflict, and the copy is read then). The two copies and the
-retention of old generations go out at once: none depends on another.
+retention of old generations go out at once, with the listing that tells a stale commit
+(:meth:`~handoff_files.thread.objects.ObjectThread.save`): none depends on another.
 """
 
 from __future__ import annotations
@@ -66,18 +67,20 @@ class ReadableCopies:
         mirror = mirror_bytes(
             **saved, saves=document["generation"], last_restore=None, primary_written=None, signature=signature
         )
-        if self._pool is None or self._pool_pid != os.getpid():
-            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="handoff-copies")
-            self._pool_pid = os.getpid()
+        pool = self.pool()
         generation = document["generation"]
-        copies = [
-            self._pool.submit(self.advance, key, body, generation)
-            for key, body in ((PRIMARY, data), (MIRROR, mirror))
-            if key in keys
-        ]
-        pruned = self._pool.submit(prune)
+        bodies = ((PRIMARY, data), (MIRROR, mirror))
+        copies = [pool.submit(self.advance, key, body, generation) for key, body in bodies if key in keys]
+        pruned = pool.submit(prune)
         problems = [said for said in (copy.result() for copy in copies) if said is not None]
         return problems + pruned.result()
+
+    def pool(self) -> ThreadPoolExecutor:
+        """The threads the requests after a commit go out on at once (the copies, retention, a listing)."""
+        if self._pool is None or self._pool_pid != os.getpid():
+            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="handoff-copies")
+            self._pool_pid = os.getpid()
+        return self._pool
 
     def advance(self, key: str, body: bytes, generation: int) -> str | None:
         """Put *body* (of *generation*) at *key* unless a newer generation is already there; why not, or None."""

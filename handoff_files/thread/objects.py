@@ -198,8 +198,16 @@ class ObjectThread:
             key = _key(generation)
             try:
                 self.storage.create(key, data)
-                numbers = self._fresh(generation, key, numbers)
+                # committed: the listing that tells a stale number goes out with the copies and retention
+                # (a stale commit's copies are moved on again by the retry; retention works from the
+                # listing before the commit: what it removes is keep behind this generation, so behind the head)
+                fresh = self._copies.pool().submit(self._fresh, generation, key, numbers)
+                self._head = _Head(generation, seal_text, document["thread_id"], document["agent_id"])
+                prune = partial(self._prune, [generation, *numbers], document["thread_id"], (generation, seal_text))
+                problems = self._copies.follow(document, seal_text, data, self.signing_key, prune)
+                fresh.result()
             except ObjectExistsError as exc:
+                self._head = None
                 conflicts += 1
                 if after is not None or conflicts > self.retries:
                     msg = (
@@ -209,10 +217,6 @@ class ObjectThread:
                     raise ObjectExistsError(exc.path, msg) from None
                 continue
             break
-        self._head = _Head(generation, seal_text, document["thread_id"], document["agent_id"])
-        saved = (generation, seal_text)
-        prune = partial(self._prune, numbers, document["thread_id"], saved)
-        problems = self._copies.follow(document, seal_text, data, self.signing_key, prune)
         signed_by = self.signing_key.fingerprint if self.signing_key is not None else None
         where = self._where(generation)
         signature = document["seal"].get("signature")
