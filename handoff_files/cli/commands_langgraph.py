@@ -16,19 +16,26 @@ def cmd_prune(args: argparse.Namespace) -> str:
     from handoff_files.cli.commands import lock_options  # noqa: PLC0415 -- imported per command: start-up cost
     from handoff_files.thread.retention import is_thread  # noqa: PLC0415 -- imported per command: start-up cost
 
-    if "://" in str(args.root):  # a bucket thread (a saver's root on a bucket prunes with its keep=)
-        if args.thread is not None:
-            raise HandoffValidationError(args.root, "--thread names a LangGraph thread in a folder's root")
+    bucket = "://" in str(args.root)
+    if bucket and args.thread is None and _bucket_thread(args.root):
         return _prune_thread(args)
-    if args.thread is None and is_thread(args.root):
+    if not bucket and args.thread is None and is_thread(args.root):
         return _prune_thread(args)
     try:
-        from handoff_files.langgraph.saver import HandoffSaver  # noqa: PLC0415 -- only this command needs LangGraph
-        from handoff_files.langgraph.trim import keep_newest  # noqa: PLC0415
+        if bucket:
+            from handoff_files.langgraph.bucket_saver import BucketSaver  # noqa: PLC0415 -- needs LangGraph
+            from handoff_files.langgraph.bucket_trim import keep_newest_in_bucket  # noqa: PLC0415
+        else:
+            from handoff_files.langgraph.saver import HandoffSaver  # noqa: PLC0415 -- only this command needs LangGraph
+            from handoff_files.langgraph.trim import keep_newest  # noqa: PLC0415
     except ImportError as exc:
         raise HandoffError(args.root, str(exc)) from None
-    saver = HandoffSaver(args.root)
-    results = keep_newest(saver, args.keep, args.thread, dry_run=args.dry_run, **lock_options(args))
+    if bucket:
+        results = keep_newest_in_bucket(BucketSaver(args.root), args.keep, args.thread, dry_run=args.dry_run)
+    else:
+        results = keep_newest(
+            HandoffSaver(args.root), args.keep, args.thread, dry_run=args.dry_run, **lock_options(args)
+        )
     if args.json:
         return to_json([dataclasses.asdict(result) for result in results])
     verb = "would remove" if args.dry_run else "removed"
@@ -39,6 +46,34 @@ def cmd_prune(args: argparse.Namespace) -> str:
     total = sum(len(result.removed) for result in results)
     lines.append(f"{verb} {total} checkpoint(s) in {len(results)} namespace(s)")
     return "\n".join(lines) + "\n"
+
+
+def _bucket_thread(url: str) -> bool:
+    """Whether *url* is a handoff thread on a bucket (True) or a LangGraph saver's root (False).
+
+    :raises HandoffValidationError: if it is neither (one thread of a saver's root, or nothing known).
+    """
+    from handoff_files.storage import open_storage  # noqa: PLC0415 -- obstore only for a bucket
+    from handoff_files.thread.bucketkind import saver_part  # noqa: PLC0415
+
+    keys = open_storage(url).list("")
+    if any(key.startswith("history/") for key in keys):
+        return True
+    part = saver_part(keys)
+    if part == "root":
+        return False
+    if part == "thread":
+        from handoff_files.langgraph.bucket_keys import decode_name  # noqa: PLC0415 -- plain names, no LangGraph
+
+        root, _, part = url.rstrip("/").rpartition("/")
+        name = decode_name(part) or part
+        msg = (
+            "one thread of a LangGraph saver's root: prune the root, naming the thread: "
+            f"handoff prune {root} --thread {name} --keep N"
+        )
+        raise HandoffValidationError(url, msg)
+    msg = "neither a thread nor a LangGraph root: it holds no handoff generation and no LangGraph checkpoint"
+    raise HandoffValidationError(url, msg)
 
 
 def _prune_thread(args: argparse.Namespace) -> str:

@@ -73,16 +73,27 @@ def keep_latest(saver: BucketSaver, thread_id: str) -> None:
         keep_newest(saver, thread_id, checkpoint_ns, 1)
 
 
-def keep_newest(saver: BucketSaver, thread_id: str, checkpoint_ns: str, keep: int, *, upto: str | None = None) -> None:
+def keep_newest(
+    saver: BucketSaver,
+    thread_id: str,
+    checkpoint_ns: str,
+    keep: int,
+    *,
+    upto: str | None = None,
+    dry_run: bool = False,
+) -> tuple[list[Found], list[Found]]:
     """Remove all but the *keep* newest checkpoints of a namespace (of those up to checkpoint *upto*, when
     given: a put counts from its own, so an object named newer is never why it is removed), oldest first.
     One past *keep* that does not verify goes with the others, as on a folder.
 
+    :param dry_run: remove nothing (the DeltaChannel check is made all the same).
+    :returns: the checkpoints kept and those removed (or, in a dry run, that would be), newest first.
     :raises HandoffValidationError: if the graph uses a DeltaChannel (its value needs the older writes).
     """
     thread, ns = saver.parts(thread_id, checkpoint_ns)
     listed = saver.checkpoints(thread_prefix(thread, ns))
-    older = [item for item in listed if upto is None or item.checkpoint_id <= upto][keep:]
+    counted = [item for item in listed if upto is None or item.checkpoint_id <= upto]
+    older = counted[keep:]
     for item in older:
         try:
             metadata = saver.metadata_at(item)
@@ -95,7 +106,9 @@ def keep_newest(saver: BucketSaver, thread_id: str, checkpoint_ns: str, keep: in
         if metadata.get(DELTA_KEY):
             where = f"{saver.where}/{thread_prefix(thread, ns)}"
             raise HandoffValidationError(where, _DELTA)
-    remove(saver, older[::-1])
+    if not dry_run:
+        remove(saver, older[::-1])
+    return counted[:keep], older
 
 
 def remove(saver: BucketSaver, items: Sequence[Found]) -> None:

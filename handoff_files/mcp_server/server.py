@@ -198,7 +198,10 @@ def build_server(targets: Targets, *, blobs: str | None = None) -> HandoffServer
                 entry = ThreadEntry(name=name, thread=str(path), generation=None, created_at=None, problem=problem)
                 if problem is None:
                     try:
-                        newest = next((e for e in HandoffStore(path).history() if e.problem is None), None)
+                        entries = HandoffStore(path).history()  # what a restore returns, else the newest sound
+                        newest = next((e for e in entries if e.current), None) or next(
+                            (e for e in entries if e.problem is None), None
+                        )
                     except HandoffError as exc:
                         entry.problem = exc.reason
                     else:

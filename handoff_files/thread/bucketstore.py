@@ -36,6 +36,7 @@ from handoff_files.foundation.errors import (
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
 from handoff_files.foundation.names import derive_id
 from handoff_files.thread import bucketjournal
+from handoff_files.thread.bucketkind import refuse_saver
 from handoff_files.thread.bucketpolicy import BucketPolicy
 from handoff_files.thread.history import DEFAULT_KEEP, GenerationNotFoundError
 from handoff_files.thread.notes import check_note
@@ -307,8 +308,8 @@ class BucketThreadStore(HandoffStore):
         :raises HandoffNotFoundError: if nothing at all is under the URL (a mistyped one, as a missing folder).
         """
         numbers = self._objects.generations()  # listed once: the entries are these, whatever lands meanwhile
-        if not numbers and not self.holdings():
-            raise HandoffNotFoundError(self.where, "nothing here: no thread under this URL (mistyped?)")
+        if not numbers:
+            refuse_saver(self.where, self._objects.storage.list(""), "history", empty=True)
         try:
             current: int | None = self.restore().generation
         except HandoffError:
@@ -323,7 +324,7 @@ class BucketThreadStore(HandoffStore):
             except HandoffError as exc:
                 entries.append(HistoryEntry(number, Path(key), False, None, None, exc.reason, url=url))
                 continue
-            damage = signature_damage(handoff, url)
+            damage = signature_damage(handoff, url) or self._objects.misplaced(handoff, number, numbers)
             report: SignatureReport | None = None if damage else checker.report(handoff, url)
             entry = HistoryEntry(
                 number, Path(key), number == current, str(handoff.seal), handoff.created_at, damage, report, url=url

@@ -10,17 +10,19 @@ before they prune: :mod:`~handoff_files.thread.bucketretention`), as a folder's 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.bucketkind import refuse_saver
 from handoff_files.thread.bucketretention import read_bucket_record
 from handoff_files.thread.bucketstore import BucketThreadStore
 from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord
 from handoff_files.thread.signatures import SignerCheck, verified
-from handoff_files.thread.verify import CheckedGeneration, ThreadCheck, _chain, retention_of, trust_of
+from handoff_files.thread.verify import CheckedGeneration, ThreadCheck, _chain, _strangers, retention_of, trust_of
 
 __all__ = ["verify_bucket"]
 
@@ -34,8 +36,8 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
     store = BucketThreadStore(url, signing_key=False, allowed_signers=allowed_signers)
     where, storage = store.where, store.storage
     numbers = store.generations()
-    if not numbers and not store.holdings():
-        raise HandoffNotFoundError(where, "nothing here: no thread under this URL (mistyped?)")
+    if not numbers:
+        refuse_saver(where, storage.list(""), "verify", empty=True)
     checker = SignerCheck(allowed_signers)
     entries: list[CheckedGeneration] = []
     good: dict[int, Handoff] = {}
@@ -55,6 +57,14 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
         entries.append(CheckedGeneration(number, Path(key), str(handoff.seal), handoff.created_at, report, None))
         good[number] = handoff
     held, own, wrong = trust_of(where, good, entries, require_signed=require_signed)
+    strangers = _strangers(good, own)  # each named on its own entry: never the newest a doctor moves copies to
+    wrong = [problem for problem in wrong if problem not in strangers]
+    for index, entry in enumerate(entries):
+        stranger = good.get(entry.generation or 0)
+        if stranger is not None and own is not None and stranger.thread_id != own:
+            problem = f"another thread's generation ({stranger.agent_id!r} / {stranger.thread_id!r}), not {own!r}'s"
+            entries[index] = dataclasses.replace(entry, problem=problem)
+            del good[stranger.generation]
     problems = _chain(good, set(numbers)) + wrong
     try:
         found: RetentionRecord | HandoffError | None = read_bucket_record(storage)

@@ -51,6 +51,8 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.names import check_id
 from handoff_files.storage import Storage, open_storage
+from handoff_files.thread.bucketidentity import BucketIdentity
+from handoff_files.thread.bucketkind import refuse_saver
 from handoff_files.thread.bucketretention import keep_bucket_record
 from handoff_files.thread.copyback import file_bytes
 from handoff_files.thread.objectcopies import ReadableCopies
@@ -158,6 +160,7 @@ class ObjectThread:
         # writer moved them, a save reads neither again (objects are created once, never changed in place)
         self._head: _Head | None = None
         self._copies = ReadableCopies(self.storage)
+        self._identity = BucketIdentity(self.storage)
 
     def __repr__(self) -> str:
         return f"ObjectThread({self.storage.where!r})"
@@ -291,6 +294,7 @@ class ObjectThread:
         """
         numbers = self.generations()
         if not numbers:
+            refuse_saver(self.storage.where, self.storage.list(""), "restore")
             raise NoHandoffError(self.storage.where, "no generation here yet (history/ is empty)")
         found, problems = self.newest_of(numbers, refuse)
         if found is None:
@@ -302,8 +306,10 @@ class ObjectThread:
     def newest_of(
         self, numbers: list[int], refuse: Callable[[Handoff], str | None] | None = None
     ) -> tuple[Handoff | None, list[str]]:
-        """The newest of *numbers* that verifies and *refuse* does not refuse; why each newer one was passed over."""
+        """The newest of *numbers* (a listing, newest first) that verifies, is this thread's (not another's
+        copied in) and *refuse* does not refuse; why each newer one was passed over."""
         problems: list[str] = []
+        self._identity.ahead(numbers, self._copies.pool())  # the oldest read with the newest: one round trip
         for number in numbers:
             key = _key(number)
             where = self._where(number)
@@ -323,11 +329,20 @@ class ObjectThread:
                 problems.append(f"{key} passed over: {damage}")
             elif handoff.generation != number:
                 problems.append(f"{key} passed over: it holds generation {handoff.generation}")
+            elif (foreign := self._identity.foreign(handoff, numbers)) is not None:
+                problems.append(f"{key} passed over: {foreign}")
             elif refuse is not None and (why := refuse(handoff)) is not None:
                 problems.append(f"{key} passed over: {why}")
             else:
                 return handoff, problems
         return None, problems
+
+    def misplaced(self, handoff: Handoff, number: int, numbers: list[int]) -> str | None:
+        """Why *handoff* (verified, read as generation *number* of the listing *numbers*) is not this thread's
+        generation *number*: another number's copy, or another thread's copied in; None if it is."""
+        if handoff.generation != number:
+            return f"its name says generation {number}, it holds generation {handoff.generation}"
+        return self._identity.foreign(handoff, numbers)
 
     def _sealed(
         self, layers: dict[str, Any], generation: int, head: _Head | None
