@@ -95,5 +95,12 @@ def _prune_thread(args: argparse.Namespace) -> str:
     verb = "would remove" if args.dry_run else "removed"
     lines = [f"{verb} history/{name}" for name in removed]
     keep = "would keep" if args.dry_run else "kept"
-    lines.append(f"{keep} the newest {len(kept)} generation file(s); {verb} {len(removed)}")
+    if len(kept) > args.keep:  # newer objects that do not verify stay above the newest that do, as evidence
+        extra = len(kept) - args.keep
+        lines.append(
+            f"{keep} {len(kept)} generation file(s): the newest {args.keep} that verify and {extra} newer "
+            f"that do not, for `handoff doctor`; {verb} {len(removed)}"
+        )
+    else:
+        lines.append(f"{keep} the newest {len(kept)} generation file(s); {verb} {len(removed)}")
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -103,12 +104,25 @@ def _request(record: InboxRequest, args: argparse.Namespace) -> str:
     return to_json(document)
 
 
+class _ToldBelow(logging.Filter):
+    """Drops the inbox's "skipped a damaged request" warnings: ``inbox list`` prints each as a note of its own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("handoff inbox: skipped")
+
+
 def cmd_inbox_list(args: argparse.Namespace) -> str:
     """``handoff inbox DIR list``: the pending requests, or with ``--all`` every one, most urgent first; short ids."""
     from handoff_files.inbox.status import HandoffStatus  # noqa: PLC0415 -- imported per command: start-up cost
 
     inbox = _inbox(args)
-    records = inbox.list_handoffs(to_agent=args.agent, status=None if args.all else HandoffStatus.PENDING)
+    skipped = logging.getLogger("handoff_files.inbox.lifecycle")
+    told = _ToldBelow()  # each skipped request is a note in what this prints: not on stderr as well
+    skipped.addFilter(told)
+    try:
+        records = inbox.list_handoffs(to_agent=args.agent, status=None if args.all else HandoffStatus.PENDING)
+    finally:
+        skipped.removeFilter(told)
     if args.json:
         return to_json(
             {"requests": [r.model_dump(mode="json") for r in records], "problems": [str(p) for p in inbox.problems]}

@@ -18,14 +18,17 @@ def prune_bucket(url: str, keep: int, *, dry_run: bool = False) -> tuple[list[st
     The retention record is made to cover the removal first, as a save's pruning does.
 
     :returns: the keys kept and the keys removed (or, with *dry_run*, that would be).
-    :raises NoHandoffError: if there is no generation there (a LangGraph saver's root is not a thread).
+    :raises NoHandoffError: if there is no generation there (a LangGraph saver's root is pruned by the CLI through the saver).
     :raises HandoffValidationError: if none verifies (nothing is removed then).
     :raises HandoffError: if the record cannot be written (nothing is removed then).
     """
     store = BucketThreadStore(url)
     numbers = store.generations()  # newest first
     if not numbers:
-        raise NoHandoffError(store.where, "no generation here: no thread under this URL (a saver's root prunes itself)")
+        raise NoHandoffError(
+            store.where,
+            "no generation here: no thread under this URL (a LangGraph saver's root: handoff prune URL --keep N)",
+        )
     good = store.trusted(keep)
     if not good:
         msg = "no generation in history/ verifies (or is trusted), so none can be kept: nothing removed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -420,3 +421,18 @@ def test_a_request_file_from_before_the_seal_is_read_with_a_note_on_stderr(
     assert done.stderr.count("\n") == 1
     assert str(path) in done.stderr
     assert "no seal" in done.stderr
+
+
+def test_a_damaged_request_is_told_once_not_on_stderr_as_well(inbox: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In a real process (pytest's log capture would hide the library's warning going to stderr)."""
+    bad = request(capsys, inbox)
+    (inbox / "requests" / f"{bad}.json").write_bytes(b"garbage")
+    done = subprocess.run(
+        [sys.executable, "-m", "handoff_files", "inbox", str(inbox), "list", "--all"],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.count("skipped a damaged request") == 1

@@ -102,3 +102,10 @@ def test_the_cli_shows_this_threads_newest(planted: str, capsys: pytest.CaptureF
     assert "mine step 3" in captured.out
     assert "theirs step" not in captured.out
     assert "passed over: it is generation 4 of another thread" in captured.out + captured.err
+
+
+def test_the_cli_prune_says_why_it_kept_more_than_asked(planted: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prune", planted, "--keep", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "kept 2 generation file(s): the newest 1 that verify and 1 newer that do not" in out
+    assert "removed history/00000001.json" in out

@@ -89,7 +89,8 @@ def test_prune_and_migrate_of_a_url_that_cannot_be_say_so_in_one_line(
     assert main(["migrate", bucket_url]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        f"handoff: {bucket_url}: no generation here: no thread under this URL (a saver's root prunes itself)",
+        f"handoff: {bucket_url}: neither a thread nor a LangGraph root: it holds no handoff generation and no "
+        "LangGraph checkpoint",
         f"handoff: {bucket_url}: a thread on object storage is written at the current version only",
     ]
 
