@@ -18,7 +18,7 @@ def prune_bucket(url: str, keep: int, *, dry_run: bool = False) -> tuple[list[st
     The retention record is made to cover the removal first, as a save's pruning does.
 
     :returns: the keys kept and the keys removed (or, with *dry_run*, that would be).
-    :raises NoHandoffError: if there is no generation there (a LangGraph saver's root is pruned by the CLI through the saver).
+    :raises NoHandoffError: if there is no generation there (``handoff prune`` trims a LangGraph saver's root).
     :raises HandoffValidationError: if none verifies (nothing is removed then).
     :raises HandoffError: if the record cannot be written (nothing is removed then).
     """
