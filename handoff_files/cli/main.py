@@ -310,9 +310,7 @@ def _add_care_commands(add: Add) -> None:
         f"keep a thread's newest generation files in history/ (saves keep the newest {_KEEP} by default), or "
         "each LangGraph thread's newest checkpoints under a HandoffSaver root (a folder or s3://…); remove the rest",
     )
-    p.add_argument(
-        "root", metavar="THREAD", help="a thread (directory or s3://…), or a HandoffSaver's root (folder or s3://…)"
-    )
+    p.add_argument("root", metavar="THREAD", help="a thread (folder or s3://…), or a HandoffSaver's root (the same)")
     p.add_argument(
         "--keep",
         type=keep,
