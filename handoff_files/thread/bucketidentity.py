@@ -1,11 +1,14 @@
 """Which thread a thread on the storage seam is: so another thread's generation, copied in, is never its own.
 
 A seal tells damage, not a copy: a sealed generation of another thread, copied into ``history/``
-under a newer number, verifies. Only its id tells it apart. A folder's thread knows its ids from
-``state.json`` or its oldest generation (:mod:`~handoff_files.thread.identity`); a bucket's copies
-are moved by whatever a restore returns, so its id is the oldest generation's that verifies: the
-first the thread still keeps, as ``handoff verify`` judges it. The oldest is read at once with the
-newest a restore reads (one round trip for both), and once per listing's oldest number.
+(under a newer number, or into a number retention freed), verifies. Only its id tells it apart.
+The thread's id is, first to last: the id the store was opened with (``thread_id=``); the id it
+last saved or restored; the id in the retention record the writers leave before they prune
+(``retention.json``); the id in ``state.json``, which every save writes; else the id of its oldest
+generation that verifies (the first it still keeps). An object planted in ``history/`` therefore
+never outranks what the writers wrote. The record and ``state.json`` are read at once with the
+newest a restore reads (one round trip for all), and again only when the listing's oldest number
+moves; the oldest generation only when neither says.
 """
 
 from __future__ import annotations
@@ -19,12 +22,18 @@ from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, StorageUnavailableError
 from handoff_files.storage import Storage
+from handoff_files.thread.bucketretention import read_bucket_record
+from handoff_files.thread.mirror import mirror_of
 from handoff_files.thread.signatures import signature_damage
 
-__all__ = ["BucketIdentity", "generation_key"]
+__all__ = ["BucketIdentity", "Known", "generation_key"]
 
 #: how many of the oldest listed generations are read, at most, to find one that verifies
 _LOOK: Final = 8
+MIRROR: Final = "state.json"
+
+#: a thread's id and where it was learnt (``"the id this store was opened with"``)
+Known = tuple[str, str]
 
 
 def generation_key(generation: int) -> str:
@@ -33,21 +42,21 @@ def generation_key(generation: int) -> str:
 
 
 class BucketIdentity:
-    """The id of the thread under *storage*'s root, worked out from its oldest generation that verifies.
+    """The id of the thread under *storage*'s root, when the store itself does not know it.
 
     :param storage: the thread's prefix.
     """
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
-        self._known: tuple[int, str | None] | None = None  # the oldest number listed, and its thread's id
-        self._ahead: tuple[int, Future[str | None]] | None = None
+        self._known: tuple[int, Known | None] | None = None  # the oldest number listed, and the thread's id
+        self._ahead: tuple[int, Future[Known | None], Future[Known | None]] | None = None
         self._lock = threading.Lock()
 
     def ahead(self, numbers: list[int], pool: ThreadPoolExecutor) -> None:
-        """Start reading the thread's id for the listing *numbers* (newest first) unless it is known: a
-        restore reads the newest at the same time. Nothing to read for a thread of one generation."""
-        if len(numbers) < 2:
+        """Start reading the retention record and ``state.json`` for the listing *numbers* (newest first) unless
+        known: a restore reads the newest at the same time."""
+        if not numbers:
             return
         oldest = numbers[-1]
         with self._lock:
@@ -55,23 +64,24 @@ class BucketIdentity:
                 self._ahead is not None and self._ahead[0] == oldest
             ):
                 return
-            self._ahead = (oldest, pool.submit(self._read, numbers))
+            self._ahead = (oldest, pool.submit(self._record), pool.submit(self._copy))
 
-    def foreign(self, handoff: Handoff, numbers: list[int]) -> str | None:
+    def foreign(self, handoff: Handoff, numbers: list[int], known: Known | None = None) -> str | None:
         """Why *handoff* (verified, listed in *numbers*, newest first) is another thread's, or None.
 
-        :raises StorageUnavailableError: if the store did not answer while the oldest was read.
+        :param known: the thread's id as the store knows it, and from where; read from the store if None.
+        :raises StorageUnavailableError: if the store did not answer while the record or the oldest was read.
         """
-        own = self._own(numbers)
-        if own is None or handoff.thread_id == own:
+        own = known if known is not None else self._own(numbers)
+        if own is None or handoff.thread_id == own[0]:
             return None
         return (
             f"it is generation {handoff.generation} of another thread ({handoff.agent_id!r} / "
-            f"{handoff.thread_id!r}), not of this thread {own!r} (its oldest generation's): never restored or "
+            f"{handoff.thread_id!r}), not of this thread {own[0]!r} ({own[1]}): never restored or "
             "chained on, kept for a person to look at"
         )
 
-    def _own(self, numbers: list[int]) -> str | None:
+    def _own(self, numbers: list[int]) -> Known | None:
         if not numbers:
             return None
         oldest = numbers[-1]
@@ -79,14 +89,40 @@ class BucketIdentity:
             if self._known is not None and self._known[0] == oldest:
                 return self._known[1]
             pending = self._ahead if self._ahead is not None and self._ahead[0] == oldest else None
-        own = pending[1].result() if pending is not None else self._read(numbers)
+        said = (pending[1].result(), pending[2].result()) if pending is not None else (self._record(), self._copy())
+        own = said[0] or said[1]
+        if own is None and len(numbers) > 1:
+            own = self._oldest(numbers)
         with self._lock:
             self._known = (oldest, own)
             if self._ahead is pending:
                 self._ahead = None
         return own
 
-    def _read(self, numbers: list[int]) -> str | None:
+    def _record(self) -> Known | None:
+        """The thread id the retention record names, or None (no record, or one that cannot be read)."""
+        try:
+            record = read_bucket_record(self._storage)
+        except StorageUnavailableError:
+            raise
+        except HandoffError:
+            return None
+        return None if record is None else (record.thread_id, "its retention record's")
+
+    def _copy(self) -> Known | None:
+        """The thread id ``state.json`` names, or None (none, or one that does not verify)."""
+        where = f"{self._storage.where}/{MIRROR}"
+        try:
+            return (
+                mirror_of(self._storage.read(MIRROR, limit=MAX_FILE_BYTES).data, where).thread_id,
+                "its state.json's",
+            )
+        except StorageUnavailableError:
+            raise
+        except HandoffError:
+            return None
+
+    def _oldest(self, numbers: list[int]) -> Known | None:
         """The thread id of the oldest of *numbers* that verifies (of the oldest few), or None."""
         for number in reversed(numbers[-_LOOK:]):
             key = generation_key(number)
@@ -98,5 +134,5 @@ class BucketIdentity:
             except HandoffError:
                 continue
             if handoff.generation == number and signature_damage(handoff, where) is None:
-                return handoff.thread_id
+                return (handoff.thread_id, "its oldest generation's")
         return None

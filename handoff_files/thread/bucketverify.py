@@ -57,19 +57,20 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
         entries.append(CheckedGeneration(number, Path(key), str(handoff.seal), handoff.created_at, report, None))
         good[number] = handoff
     held, own, wrong = trust_of(where, good, entries, require_signed=require_signed)
-    strangers = _strangers(good, own)  # each named on its own entry: never the newest a doctor moves copies to
-    wrong = [problem for problem in wrong if problem not in strangers]
-    for index, entry in enumerate(entries):
-        stranger = good.get(entry.generation or 0)
-        if stranger is not None and own is not None and stranger.thread_id != own:
-            problem = f"another thread's generation ({stranger.agent_id!r} / {stranger.thread_id!r}), not {own!r}'s"
-            entries[index] = dataclasses.replace(entry, problem=problem)
-            del good[stranger.generation]
-    problems = _chain(good, set(numbers)) + wrong
+    wrong = [problem for problem in wrong if problem not in _strangers(good, own)]
     try:
         found: RetentionRecord | HandoffError | None = read_bucket_record(storage)
     except HandoffError as exc:
         found = exc
+    if held is None and isinstance(found, RetentionRecord):  # the writers' word: a planted oldest never outranks it
+        own = found.thread_id
+    for index, entry in enumerate(entries):  # each named on its own entry: never what a doctor moves copies to
+        stranger = good.get(entry.generation or 0)
+        if stranger is not None and own is not None and stranger.thread_id != own:
+            problem = f"another thread's generation ({stranger.agent_id!r} / {stranger.thread_id!r}), not {own!r}"
+            entries[index] = dataclasses.replace(entry, problem=problem)
+            del good[stranger.generation]
+    problems = _chain(good, set(numbers)) + wrong
     strict = held is not None or require_signed
     at, listed, newest = f"{where}/{RETENTION_NAME}", set(numbers), max(numbers, default=0)
     retention, lost = retention_of(found, at, good, listed, own, checker=checker, strict=strict, newest=newest)

@@ -22,7 +22,16 @@ from handoff_files.foundation.atomic import read_bytes
 from handoff_files.foundation.errors import HandoffError, SignatureError
 from handoff_files.thread.layout import MIRROR_NAME
 
-__all__ = ["MIRROR_NAME", "Mirror", "mirror_bytes", "primary_stamp", "read_mirror", "state_message", "verify_mirror"]
+__all__ = [
+    "MIRROR_NAME",
+    "Mirror",
+    "mirror_bytes",
+    "mirror_of",
+    "primary_stamp",
+    "read_mirror",
+    "state_message",
+    "verify_mirror",
+]
 
 _KIND: Final = "handoff-files/state"
 _STATE_HEAD: Final = "handoff-files state 1"
@@ -148,6 +157,15 @@ def read_mirror(path: Path) -> Mirror:
     :raises HandoffError: if it is not a ``state.json``, or its check does not match.
     """
     data, _ = read_bytes(path, _MAX_BYTES, follow_symlinks=False)
+    return mirror_of(data, path)
+
+
+def mirror_of(data: bytes, path: Path | str) -> Mirror:
+    """``state.json``'s bytes *data* (read from *path*, or an object's URL), verified.
+
+    :raises HandoffParseError: if it is not strict JSON, or is too large.
+    :raises HandoffError: if it is not a ``state.json``, or its check does not match.
+    """
     fields = parse_json(data, path, limit=_MAX_BYTES)
     if not isinstance(fields, dict) or fields.get("kind") != _KIND:
         msg = f"not a handoff-files {MIRROR_NAME}"
@@ -173,7 +191,7 @@ def read_mirror(path: Path) -> Mirror:
         raise HandoffError(path, msg) from exc
 
 
-def _signature(field: Any, path: Path) -> str | None:
+def _signature(field: Any, path: Path | str) -> str | None:
     """The armored signature ``state.json`` carries, or None (checked for shape only; see :func:`verify_mirror`)."""
     if field is None:
         return None

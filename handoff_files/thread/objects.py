@@ -51,7 +51,7 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.names import check_id
 from handoff_files.storage import Storage, open_storage
-from handoff_files.thread.bucketidentity import BucketIdentity
+from handoff_files.thread.bucketidentity import BucketIdentity, Known, generation_key
 from handoff_files.thread.bucketkind import refuse_saver
 from handoff_files.thread.bucketretention import keep_bucket_record
 from handoff_files.thread.copyback import file_bytes
@@ -198,7 +198,7 @@ class ObjectThread:
             head = self._head_at(numbers)
             generation = newest + 1
             document, seal_text, data, created_at = self._sealed(layers, generation, head)
-            key = _key(generation)
+            key = generation_key(generation)
             try:
                 self.storage.create(key, data)
                 # committed: the listing that tells a stale number goes out with the copies and retention
@@ -280,9 +280,9 @@ class ObjectThread:
         problems = []
         for number in numbers[self.keep :]:
             try:
-                self.storage.remove(_key(number))
+                self.storage.remove(generation_key(number))
             except HandoffError as exc:
-                problems.append(f"{_key(number)} not removed (kept past keep={self.keep}): {exc.reason}")
+                problems.append(f"{generation_key(number)} not removed (kept past keep={self.keep}): {exc.reason}")
         return problems
 
     def restore(self, *, refuse: Callable[[Handoff], str | None] | None = None) -> ObjectRestored:
@@ -311,7 +311,7 @@ class ObjectThread:
         problems: list[str] = []
         self._identity.ahead(numbers, self._copies.pool())  # the oldest read with the newest: one round trip
         for number in numbers:
-            key = _key(number)
+            key = generation_key(number)
             where = self._where(number)
             try:
                 stored = self.storage.read(key, limit=MAX_FILE_BYTES)
@@ -329,7 +329,7 @@ class ObjectThread:
                 problems.append(f"{key} passed over: {damage}")
             elif handoff.generation != number:
                 problems.append(f"{key} passed over: it holds generation {handoff.generation}")
-            elif (foreign := self._identity.foreign(handoff, numbers)) is not None:
+            elif (foreign := self._identity.foreign(handoff, numbers, self._known())) is not None:
                 problems.append(f"{key} passed over: {foreign}")
             elif refuse is not None and (why := refuse(handoff)) is not None:
                 problems.append(f"{key} passed over: {why}")
@@ -342,7 +342,13 @@ class ObjectThread:
         generation *number*: another number's copy, or another thread's copied in; None if it is."""
         if handoff.generation != number:
             return f"its name says generation {number}, it holds generation {handoff.generation}"
-        return self._identity.foreign(handoff, numbers)
+        return self._identity.foreign(handoff, numbers, self._known())
+
+    def _known(self) -> Known | None:
+        """The thread's id as this store knows it (given, or last saved or read), and from where; or None."""
+        if self.thread_id is not None:
+            return (self.thread_id, "the id this store was opened with")
+        return None if self._head is None else (self._head.thread_id, "the id this store last saved or read")
 
     def _sealed(
         self, layers: dict[str, Any], generation: int, head: _Head | None
@@ -388,9 +394,4 @@ class ObjectThread:
         return document, f"{self.algorithm}:{digest}", data, created_at
 
     def _where(self, generation: int) -> str:
-        return f"{self.storage.where}/{_key(generation)}"
-
-
-def _key(generation: int) -> str:
-    """The object a generation is committed as: ``history/00000042.json``."""
-    return f"{HISTORY}{generation:08d}.json"
+        return f"{self.storage.where}/{generation_key(generation)}"

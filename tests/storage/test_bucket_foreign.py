@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from handoff_files import HandoffStore
+from handoff_files import HandoffStore, ObjectThread
 from handoff_files.cli.main import main
 from handoff_files.storage import BucketStorage
 from handoff_files.thread.bucketdoctor import examine_bucket
@@ -67,7 +67,7 @@ def test_verify_names_it_once_on_its_entry(planted: str) -> None:
     check = verify_bucket(planted)
     assert not check.ok
     problems = {entry.generation: entry.problem for entry in check.generations}
-    assert problems[4] == "another thread's generation ('theirs' / 'theirs'), not 'mine''s"
+    assert problems[4] == "another thread's generation ('theirs' / 'theirs'), not 'mine'"
     assert [problem for problem in check.problems if "another thread" in problem] == []
 
 
@@ -109,3 +109,63 @@ def test_the_cli_prune_says_why_it_kept_more_than_asked(planted: str, capsys: py
     out = capsys.readouterr().out
     assert "kept 2 generation file(s): the newest 1 that verify and 1 newer that do not" in out
     assert "removed history/00000001.json" in out
+
+
+@pytest.fixture
+def planted_below(bucket_url: str) -> str:
+    """A thread pruned to its newest (its retention record says whose), then another thread's generation 1
+    copied into the number retention freed: the oldest object is now the stranger's."""
+    other = bucket_url + "-other"
+    _thread(bucket_url, "mine", 3)
+    prune_bucket(bucket_url, 1)
+    _thread(bucket_url, "mine", 1)  # generation 4
+    _thread(other, "theirs", 5)
+    _plant(bucket_url, other, 1, 1)
+    return bucket_url
+
+
+def test_a_stranger_below_the_oldest_never_outranks_the_retention_record(planted_below: str) -> None:
+    restored = _store(planted_below).restore()
+    assert (restored.generation, restored.handoff.thread_id, restored.problems) == (4, "mine", ())
+    entries = {entry.generation: entry for entry in _store(planted_below).history()}
+    assert [number for number, entry in entries.items() if entry.problem is None] == [4, 3]
+    assert entries[1].problem is not None
+    assert "of another thread ('theirs' / 'theirs'), not of this thread 'mine'" in entries[1].problem
+    fresh = ObjectThread(planted_below)  # knows nothing of the thread: the record is what it goes by
+    found, problems = fresh.newest_of([1])
+    assert found is None
+    assert "not of this thread 'mine' (its retention record's)" in problems[0]
+    check = verify_bucket(planted_below)
+    assert {entry.generation: entry.problem for entry in check.generations}[1] == (
+        "another thread's generation ('theirs' / 'theirs'), not 'mine'"
+    )
+    assert [problem for problem in check.problems if "another thread" in problem] == []
+    assert HandoffStore(planted_below).save({"narrative": "on"}).generation == 5
+    assert _store(planted_below).restore().handoff.thread_id == "mine"
+    kept, removed = prune_bucket(planted_below, 1)
+    assert (kept, removed) == (
+        ["history/00000005.json"],
+        ["history/00000004.json", "history/00000003.json", "history/00000001.json"],
+    )
+
+
+def test_a_store_that_knows_its_thread_never_takes_a_strangers_generation(bucket_url: str) -> None:
+    """No retention record to go by: a store given the id, or one that saved or read the thread, still knows it."""
+    other = bucket_url + "-other"
+    _thread(bucket_url, "mine", 3)
+    _thread(other, "theirs", 2)
+    running = _store(bucket_url)
+    assert running.restore().generation == 3
+    BucketStorage(bucket_url).remove("history/00000001.json")  # removed by hand: no record says whose it was
+    _plant(bucket_url, other, 1, 1)
+    for store in (running, HandoffStore(bucket_url, thread_id="mine"), _store(bucket_url)):  # the last: state.json's
+        restored = store.restore()
+        assert restored.handoff.thread_id == "mine"
+        assert store.save({"narrative": "mine goes on"}).problems == ()
+    assert [_store(bucket_url).restore().generation] == [6]
+    BucketStorage(bucket_url).remove("state.json")  # nothing the writers wrote says whose: the oldest decides
+    fresh = ObjectThread(bucket_url)
+    found, problems = fresh.newest_of(fresh.generations())  # the known limit: said, on every one passed over
+    assert found is not None
+    assert found.thread_id == "theirs"
+    assert "not of this thread 'theirs' (its oldest generation's)" in problems[0]
