@@ -38,13 +38,13 @@ def cmd_prune(args: argparse.Namespace) -> str:
         )
     if args.json:
         return to_json([dataclasses.asdict(result) for result in results])
-    verb = "would remove" if args.dry_run else "removed"
+    verb, keep = ("would remove", "would keep") if args.dry_run else ("removed", "kept")
     lines = [
-        f"{result.thread_id} {result.checkpoint_ns or '(root)'}: kept {len(result.kept)}, {verb} {len(result.removed)}"
-        for result in results
+        f"{r.thread_id} {r.checkpoint_ns or '(root)'}: {keep} {len(r.kept)}, {verb} {len(r.removed)}" for r in results
     ]
     total = sum(len(result.removed) for result in results)
-    lines.append(f"{verb} {total} checkpoint(s) in {len(results)} namespace(s)")
+    changed = sum(1 for result in results if result.removed)
+    lines.append(f"{verb} {total} checkpoint(s) from {changed} of {len(results)} namespace(s)")
     return "\n".join(lines) + "\n"
 
 
@@ -54,15 +54,15 @@ def _bucket_thread(url: str) -> bool:
     :raises HandoffValidationError: if it is neither (one thread of a saver's root, or nothing known).
     """
     from handoff_files.storage import open_storage  # noqa: PLC0415 -- obstore only for a bucket
-    from handoff_files.thread.bucketkind import saver_part  # noqa: PLC0415
+    from handoff_files.thread.bucketkind import refuse_other, saver_part  # noqa: PLC0415
 
     keys = open_storage(url).list("")
     if any(key.startswith("history/") for key in keys):
         return True
-    part = saver_part(keys)
-    if part == "root":
+    found = saver_part(keys)
+    if found is not None and found[0] == "root":
         return False
-    if part == "thread":
+    if found is not None and found[0] == "thread":
         from handoff_files.langgraph.bucket_keys import decode_name  # noqa: PLC0415 -- plain names, no LangGraph
 
         root, _, part = url.rstrip("/").rpartition("/")
@@ -72,6 +72,7 @@ def _bucket_thread(url: str) -> bool:
             f"handoff prune {root} --thread {name} --keep N"
         )
         raise HandoffValidationError(url, msg)
+    refuse_other(url, keys)  # threads under it, or another part of a saver: named
     msg = "neither a thread nor a LangGraph root: it holds no handoff generation and no LangGraph checkpoint"
     raise HandoffValidationError(url, msg)
 

@@ -22,7 +22,7 @@ from handoff_files.langgraph.threads import DELTA_KEY, DamagedCheckpointWarning
 if TYPE_CHECKING:
     from handoff_files.storage import Storage
 
-__all__ = ["copy_thread", "delete_for_runs", "delete_thread", "keep_latest", "keep_newest"]
+__all__ = ["copy_thread", "delete_for_runs", "delete_thread", "keep_latest", "keep_newest", "refuse_delta", "remove"]
 
 
 class BucketSaver(Protocol):
@@ -73,27 +73,25 @@ def keep_latest(saver: BucketSaver, thread_id: str) -> None:
         keep_newest(saver, thread_id, checkpoint_ns, 1)
 
 
-def keep_newest(
-    saver: BucketSaver,
-    thread_id: str,
-    checkpoint_ns: str,
-    keep: int,
-    *,
-    upto: str | None = None,
-    dry_run: bool = False,
-) -> tuple[list[Found], list[Found]]:
+def keep_newest(saver: BucketSaver, thread_id: str, checkpoint_ns: str, keep: int, *, upto: str | None = None) -> None:
     """Remove all but the *keep* newest checkpoints of a namespace (of those up to checkpoint *upto*, when
     given: a put counts from its own, so an object named newer is never why it is removed), oldest first.
     One past *keep* that does not verify goes with the others, as on a folder.
 
-    :param dry_run: remove nothing (the DeltaChannel check is made all the same).
-    :returns: the checkpoints kept and those removed (or, in a dry run, that would be), newest first.
     :raises HandoffValidationError: if the graph uses a DeltaChannel (its value needs the older writes).
     """
     thread, ns = saver.parts(thread_id, checkpoint_ns)
     listed = saver.checkpoints(thread_prefix(thread, ns))
-    counted = [item for item in listed if upto is None or item.checkpoint_id <= upto]
-    older = counted[keep:]
+    older = [item for item in listed if upto is None or item.checkpoint_id <= upto][keep:]
+    refuse_delta(saver, older)
+    remove(saver, older[::-1])
+
+
+def refuse_delta(saver: BucketSaver, older: Sequence[Found]) -> None:
+    """Refuse to remove *older* (checkpoints of one namespace) if the graph uses a DeltaChannel.
+
+    :raises HandoffValidationError: if one of them says so (its value needs the older writes).
+    """
     for item in older:
         try:
             metadata = saver.metadata_at(item)
@@ -104,11 +102,9 @@ def keep_newest(
         except HandoffError:
             continue  # damaged, and past keep: removed with the rest
         if metadata.get(DELTA_KEY):
+            thread, ns = saver.parts(item.thread_id, item.checkpoint_ns)
             where = f"{saver.where}/{thread_prefix(thread, ns)}"
             raise HandoffValidationError(where, _DELTA)
-    if not dry_run:
-        remove(saver, older[::-1])
-    return counted[:keep], older
 
 
 def remove(saver: BucketSaver, items: Sequence[Found]) -> None:

@@ -20,6 +20,7 @@ import orjson
 
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
+from handoff_files.thread.bucketidentity import generation_key
 from handoff_files.thread.bucketstore import BucketThreadStore
 from handoff_files.thread.bucketverify import verify_bucket
 from handoff_files.thread.findings import Finding
@@ -60,7 +61,13 @@ def examine_bucket(url: str, *, repair: bool = False, allowed_signers: Path | No
         findings += _copies(
             store, good[0].generation, good[0].signature.fingerprint if good[0].signature else None, repair=repair
         )
-    others = [key for key in store.storage.list("") if not key.startswith(_OURS)]
+    listed = store.storage.list("")
+    strays = [key for key in listed if key.startswith("history/") and not _generation_name(key)]
+    if strays:
+        named = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
+        advice = "not a generation's name: every reader passes it over; remove it if nothing of yours needs it"
+        findings.append(Finding("warning", f"in history/, not the library's: {named}", advice, "history"))
+    others = [key for key in listed if not key.startswith(_OURS)]
     if others:
         named = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         findings.append(Finding("ok", f"not the library's, left alone: {named}", kind="others"))
@@ -68,6 +75,12 @@ def examine_bucket(url: str, *, repair: bool = False, allowed_signers: Path | No
     advice = "a journal/ object the library did not write: `handoff log` names it, never shows it"
     findings += [Finding("warning", problem, advice, "journal") for problem in unread if "/journal/" in problem]
     return findings
+
+
+def _generation_name(key: str) -> bool:
+    """Whether *key* is a name the library gives a generation (``history/00000042.json``, no other spelling)."""
+    digits = key.removeprefix("history/").removesuffix(".json")
+    return digits.isascii() and digits.isdigit() and generation_key(int(digits)) == key
 
 
 def _copies(store: BucketThreadStore, newest: int, signer: str | None, *, repair: bool) -> list[Finding]:

@@ -36,7 +36,7 @@ from handoff_files.foundation.errors import (
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
 from handoff_files.foundation.names import derive_id
 from handoff_files.thread import bucketjournal
-from handoff_files.thread.bucketkind import refuse_saver
+from handoff_files.thread.bucketkind import refuse_other
 from handoff_files.thread.bucketpolicy import BucketPolicy
 from handoff_files.thread.history import DEFAULT_KEEP, GenerationNotFoundError
 from handoff_files.thread.notes import check_note
@@ -309,7 +309,7 @@ class BucketThreadStore(HandoffStore):
         """
         numbers = self._objects.generations()  # listed once: the entries are these, whatever lands meanwhile
         if not numbers:
-            refuse_saver(self.where, self._objects.storage.list(""), "history", empty=True)
+            refuse_other(self.where, self._objects.storage.list(""), empty=True)
         try:
             current: int | None = self.restore().generation
         except HandoffError:
@@ -346,8 +346,8 @@ class BucketThreadStore(HandoffStore):
             msg = f"generation {number} is not in history/ (it keeps the newest {self.keep})"
             raise GenerationNotFoundError(url, msg, number) from None
         handoff = verified(decode(stored.data, url, origin="store"), url)
-        if handoff.generation != number:
-            raise HandoffError(url, f"it holds generation {handoff.generation}, not {number}")
+        if (why := self._objects.misplaced(handoff, number, self._objects.generations())) is not None:
+            raise HandoffError(url, why)  # another number's copy, or another thread's: never shown as this one
         return Restored(
             handoff, "history", Path(key), signature=SignerCheck(self._allowed).report(handoff, url), url=url
         )

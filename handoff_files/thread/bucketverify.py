@@ -17,7 +17,7 @@ from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError
-from handoff_files.thread.bucketkind import refuse_saver
+from handoff_files.thread.bucketkind import refuse_other
 from handoff_files.thread.bucketretention import read_bucket_record
 from handoff_files.thread.bucketstore import BucketThreadStore
 from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord
@@ -37,7 +37,7 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
     where, storage = store.where, store.storage
     numbers = store.generations()
     if not numbers:
-        refuse_saver(where, storage.list(""), "verify", empty=True)
+        refuse_other(where, storage.list(""), empty=True)
     checker = SignerCheck(allowed_signers)
     entries: list[CheckedGeneration] = []
     good: dict[int, Handoff] = {}

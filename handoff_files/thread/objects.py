@@ -52,7 +52,7 @@ from handoff_files.foundation.errors import (
 from handoff_files.foundation.names import check_id
 from handoff_files.storage import Storage, open_storage
 from handoff_files.thread.bucketidentity import BucketIdentity, Known, generation_key
-from handoff_files.thread.bucketkind import refuse_saver
+from handoff_files.thread.bucketkind import refuse_other
 from handoff_files.thread.bucketretention import keep_bucket_record
 from handoff_files.thread.copyback import file_bytes
 from handoff_files.thread.objectcopies import ReadableCopies
@@ -294,7 +294,7 @@ class ObjectThread:
         """
         numbers = self.generations()
         if not numbers:
-            refuse_saver(self.storage.where, self.storage.list(""), "restore")
+            refuse_other(self.storage.where, self.storage.list(""))
             raise NoHandoffError(self.storage.where, "no generation here yet (history/ is empty)")
         found, problems = self.newest_of(numbers, refuse)
         if found is None:
@@ -357,7 +357,8 @@ class ObjectThread:
         where = self.storage.where
         created_at = utc_now()
         if generation > MAX_INT:
-            raise HandoffValidationError(where, f"the next generation would be {generation}, past the 64-bit limit")
+            msg = f"the newest is {generation_key(generation - 1)}: the next passes the 64-bit limit (planted?)"
+            raise HandoffValidationError(where, msg)
         thread_id = self.thread_id or (head.thread_id if head is not None else self.name_id)
         if thread_id is None:
             msg = "the first save of a thread on object storage needs its id: ObjectThread(…, thread_id=…)"

@@ -55,8 +55,8 @@ def test_handoff_prune_dry_run_removes_nothing_then_prunes(tmp_path: Path, capsy
     first, second = _put(saver, "first", 5), _put(saver, "second", 2)
     assert main(["prune", str(root), "--keep", "2", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "first (root): kept 2, would remove 3" in out
-    assert "would remove 3 checkpoint(s) in 2 namespace(s)" in out
+    assert "first (root): would keep 2, would remove 3" in out
+    assert "would remove 3 checkpoint(s) from 1 of 2 namespace(s)" in out
     assert _ids(saver, "first") == first[::-1], "a dry run removes nothing"
     assert main(["prune", str(root), "--keep", "2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from handoff_files import HandoffStore, ObjectThread
+from handoff_files import HandoffStore, HandoffValidationError, ObjectThread
 from handoff_files.cli.main import main
 from handoff_files.storage import BucketStorage
 from handoff_files.thread.bucketdoctor import examine_bucket
@@ -169,3 +169,28 @@ def test_a_store_that_knows_its_thread_never_takes_a_strangers_generation(bucket
     assert found is not None
     assert found.thread_id == "theirs"
     assert "not of this thread 'theirs' (its oldest generation's)" in problems[0]
+
+
+def test_show_of_the_strangers_number_refuses_it(planted: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", planted, "--generation", "4"]) == 1
+    assert "it is generation 4 of another thread ('theirs' / 'theirs')" in capsys.readouterr().err
+    assert main(["show", planted, "--generation", "3"]) == 0
+
+
+def test_objects_at_names_no_writer_gives_are_told(bucket_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _thread(bucket_url, "mine", 1)
+    storage = BucketStorage(bucket_url)
+    data = storage.read("history/00000001.json", limit=1 << 20).data
+    for key in ("history/foo.json", "history/00000001.json.bak", "history/1.json"):
+        storage.create(key, data)
+    findings = examine_bucket(bucket_url)
+    [stray] = [f for f in findings if f.what.startswith("in history/, not the library's")]
+    assert (stray.level, stray.what) == (
+        "warning",
+        "in history/, not the library's: history/00000001.json.bak, history/1.json, history/foo.json",
+    )
+    storage.create("history/9223372036854775807.json", data)  # the last number there is
+    with pytest.raises(
+        HandoffValidationError, match=r"the newest is history/9223372036854775807\.json: the next passes"
+    ):
+        HandoffStore(bucket_url).save({"narrative": "more"})
