@@ -2,13 +2,13 @@
 
 A seal tells damage, not a copy: a sealed generation of another thread, copied into ``history/``
 (under a newer number, or into a number retention freed), verifies. Only its id tells it apart.
-The thread's id is, first to last: the id the store was opened with (``thread_id=``); the id it
-last saved or restored; the id in the retention record the writers leave before they prune
-(``retention.json``); the id in ``state.json``, which every save writes; else the id of its oldest
-generation that verifies (the first it still keeps). An object planted in ``history/`` therefore
-never outranks what the writers wrote. The record and ``state.json`` are read at once with the
-newest a restore reads (one round trip for all), and again only when the listing's oldest number
-moves; the oldest generation only when neither says.
+The thread's id is, first to last: the id the store last saved or restored; the id in the
+retention record the writers leave before they prune (``retention.json``); the id in
+``state.json``, which every save writes; else the id of its oldest generation that verifies (the
+first it still keeps). An object planted in ``history/`` therefore never outranks what the writers
+wrote. The record and ``state.json`` are read at once with the newest a restore reads (one round
+trip for all), and again only when the listing's oldest number moves; the oldest generation only
+when neither says.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = ["BucketIdentity", "Known", "generation_key"]
 _LOOK: Final = 8
 MIRROR: Final = "state.json"
 
-#: a thread's id and where it was learnt (``"the id this store was opened with"``)
+#: a thread's id and where it was learnt (``"its retention record's"``)
 Known = tuple[str, str]
 
 

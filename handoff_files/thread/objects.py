@@ -345,9 +345,8 @@ class ObjectThread:
         return self._identity.foreign(handoff, numbers, self._known())
 
     def _known(self) -> Known | None:
-        """The thread's id as this store knows it (given, or last saved or read), and from where; or None."""
-        if self.thread_id is not None:
-            return (self.thread_id, "the id this store was opened with")
+        """The thread's id as this store last saved or read it, and so; or None. (Never the id it was given: a
+        store given another thread's id is refused by its save, "the thread id here is …", never forked.)"""
         return None if self._head is None else (self._head.thread_id, "the id this store last saved or read")
 
     def _sealed(
