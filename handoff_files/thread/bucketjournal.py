@@ -67,10 +67,11 @@ def timeline(storage: Storage, saved: list[HistoryEntry]) -> tuple[list[Entry], 
     lines: list[Entry] = []
     problems: list[str] = []
     for entry in saved:
-        if entry.generation is None or entry.created_at is None:
+        if entry.generation is None or entry.created_at is None or entry.problem is not None:
+            # damaged, renumbered or another thread's: no save of this thread to tell
             problems.append(f"{entry.where}: {entry.problem or 'not a generation'}")
             continue
-        summary = f"saved generation {entry.generation}" + (f" ({entry.problem})" if entry.problem else "")
+        summary = f"saved generation {entry.generation}"
         lines.append(Entry("saved", iso_z(entry.created_at), entry.generation, entry.checksum, summary, {}))
     for key in storage.list(JOURNAL):
         try:

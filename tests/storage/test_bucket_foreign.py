@@ -194,3 +194,11 @@ def test_objects_at_names_no_writer_gives_are_told(bucket_url: str, capsys: pyte
         HandoffValidationError, match=r"the newest is history/9223372036854775807\.json: the next passes"
     ):
         HandoffStore(bucket_url).save({"narrative": "more"})
+
+
+def test_the_log_tells_no_save_of_a_copy(planted: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["log", planted]) == 0
+    captured = capsys.readouterr()
+    assert "saved generation 4" not in captured.out
+    assert "saved generation 3" in captured.out
+    assert "history/00000004.json: it is generation 4 of another thread" in captured.out + captured.err
