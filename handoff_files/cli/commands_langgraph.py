@@ -17,7 +17,10 @@ def cmd_prune(args: argparse.Namespace) -> str:
     from handoff_files.thread.retention import is_thread  # noqa: PLC0415 -- imported per command: start-up cost
 
     bucket = "://" in str(args.root)
-    if bucket and args.thread is None and _bucket_thread(args.root):
+    if bucket and _bucket_thread(args.root):
+        if args.thread is not None:
+            msg = "a handoff thread, not a LangGraph saver's root: --thread names a LangGraph thread under a root"
+            raise HandoffValidationError(args.root, msg)
         return _prune_thread(args)
     if not bucket and args.thread is None and is_thread(args.root):
         return _prune_thread(args)

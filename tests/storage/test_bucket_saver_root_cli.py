@@ -112,3 +112,11 @@ def test_a_prefix_above_handoff_threads_is_named(bucket_url: str, capsys: pytest
         assert (
             f"a prefix of threads (alpha), not a thread: name one, e.g. {bucket_url}/alpha" in capsys.readouterr().err
         )
+
+
+def test_thread_option_on_a_handoff_thread_is_refused(bucket_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from handoff_files import HandoffStore
+
+    HandoffStore(bucket_url, thread_id="plain").save({"narrative": "a"})
+    assert main(["prune", bucket_url, "--keep", "1", "--thread", "x"]) == 1
+    assert "a handoff thread, not a LangGraph saver's root" in capsys.readouterr().err
