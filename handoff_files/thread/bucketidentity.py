@@ -72,7 +72,7 @@ class BucketIdentity:
         :param known: the thread's id as the store knows it, and from where; read from the store if None.
         :raises StorageUnavailableError: if the store did not answer while the record or the oldest was read.
         """
-        own = known if known is not None else self._own(numbers)
+        own = known if known is not None else self.own(numbers)
         if own is None or handoff.thread_id == own[0]:
             return None
         return (
@@ -81,7 +81,11 @@ class BucketIdentity:
             "chained on, kept for a person to look at"
         )
 
-    def _own(self, numbers: list[int]) -> Known | None:
+    def own(self, numbers: list[int]) -> Known | None:
+        """The thread's id for the listing *numbers* (newest first), and where it was learnt; None if nothing says.
+
+        :raises StorageUnavailableError: if the store did not answer while the record or the copies were read.
+        """
         if not numbers:
             return None
         oldest = numbers[-1]

@@ -20,6 +20,7 @@ from handoff_files.foundation.errors import HandoffError
 from handoff_files.thread.bucketkind import refuse_other
 from handoff_files.thread.bucketretention import read_bucket_record
 from handoff_files.thread.bucketstore import BucketThreadStore
+from handoff_files.thread.objects import ObjectThread
 from handoff_files.thread.retained import RETENTION_NAME, RetentionRecord
 from handoff_files.thread.signatures import SignerCheck, verified
 from handoff_files.thread.verify import CheckedGeneration, ThreadCheck, _chain, _strangers, retention_of, trust_of
@@ -62,8 +63,8 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
         found: RetentionRecord | HandoffError | None = read_bucket_record(storage)
     except HandoffError as exc:
         found = exc
-    if held is None and isinstance(found, RetentionRecord):  # the writers' word: a planted oldest never outranks it
-        own = found.thread_id
+    if held is None:  # the id restore goes by: a planted oldest never outranks what the writers wrote
+        own = ObjectThread(storage).thread_of(numbers) or own
     for index, entry in enumerate(entries):  # each named on its own entry: never what a doctor moves copies to
         stranger = good.get(entry.generation or 0)
         if stranger is not None and own is not None and stranger.thread_id != own:

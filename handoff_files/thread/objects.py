@@ -325,16 +325,10 @@ class ObjectThread:
             except HandoffError as exc:
                 problems.append(f"{key} passed over: {exc.reason}")
                 continue
-            if damage is not None:
-                problems.append(f"{key} passed over: {damage}")
-            elif handoff.generation != number:
-                problems.append(f"{key} passed over: it holds generation {handoff.generation}")
-            elif (foreign := self._identity.foreign(handoff, numbers, self._known())) is not None:
-                problems.append(f"{key} passed over: {foreign}")
-            elif refuse is not None and (why := refuse(handoff)) is not None:
-                problems.append(f"{key} passed over: {why}")
-            else:
+            why = damage or self.misplaced(handoff, number, numbers) or (refuse(handoff) if refuse else None)
+            if why is None:
                 return handoff, problems
+            problems.append(f"{key} passed over: {why}")
         return None, problems
 
     def misplaced(self, handoff: Handoff, number: int, numbers: list[int]) -> str | None:
@@ -343,6 +337,12 @@ class ObjectThread:
         if handoff.generation != number:
             return f"its name says generation {number}, it holds generation {handoff.generation}"
         return self._identity.foreign(handoff, numbers, self._known())
+
+    def thread_of(self, numbers: list[int]) -> str | None:
+        """The thread's id, as restore goes by it (see :mod:`~handoff_files.thread.bucketidentity`), for the
+        listing *numbers*; None if nothing says."""
+        known = self._known() or self._identity.own(numbers)
+        return None if known is None else known[0]
 
     def _known(self) -> Known | None:
         """The thread's id as this store last saved or read it, and so; or None. (Never the id it was given: a

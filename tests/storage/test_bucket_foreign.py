@@ -163,6 +163,10 @@ def test_a_store_that_knows_its_thread_never_takes_a_strangers_generation(bucket
         assert restored.handoff.thread_id == "mine"
         assert store.save({"narrative": "mine goes on"}).problems == ()
     assert [_store(bucket_url).restore().generation] == [6]
+    check = verify_bucket(bucket_url)  # verify goes by the id restore goes by (here state.json's)
+    assert {entry.generation: entry.problem for entry in check.generations}[1] == (
+        "another thread's generation ('theirs' / 'theirs'), not 'mine'"
+    )
     BucketStorage(bucket_url).remove("state.json")  # nothing the writers wrote says whose: the oldest decides
     fresh = ObjectThread(bucket_url)
     found, problems = fresh.newest_of(fresh.generations())  # the known limit: said, on every one passed over
