@@ -62,7 +62,7 @@ def _bucket_thread(url: str) -> bool:
     keys = open_storage(url).list("")
     if any(key.startswith("history/") for key in keys):
         return True
-    found = saver_part(keys)
+    found = saver_part(keys, url)
     if found is not None and found[0] == "root":
         return False
     if found is not None and found[0] == "thread":

@@ -20,7 +20,7 @@ import orjson
 
 from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.foundation.errors import HandoffError, HandoffNotFoundError
-from handoff_files.thread.bucketidentity import generation_key
+from handoff_files.thread.bucketidentity import generation_key, generation_of
 from handoff_files.thread.bucketstore import BucketThreadStore
 from handoff_files.thread.bucketverify import verify_bucket
 from handoff_files.thread.findings import Finding
@@ -62,7 +62,7 @@ def examine_bucket(url: str, *, repair: bool = False, allowed_signers: Path | No
             store, good[0].generation, good[0].signature.fingerprint if good[0].signature else None, repair=repair
         )
     listed = store.storage.list("")
-    strays = [key for key in listed if key.startswith("history/") and not _generation_name(key)]
+    strays = [key for key in listed if key.startswith("history/") and generation_of(key) is None]
     if strays:
         named = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
         advice = "not a generation's name: every reader passes it over; remove it if nothing of yours needs it"
@@ -75,12 +75,6 @@ def examine_bucket(url: str, *, repair: bool = False, allowed_signers: Path | No
     advice = "a journal/ object the library did not write: `handoff log` names it, never shows it"
     findings += [Finding("warning", problem, advice, "journal") for problem in unread if "/journal/" in problem]
     return findings
-
-
-def _generation_name(key: str) -> bool:
-    """Whether *key* is a name the library gives a generation (``history/00000042.json``, no other spelling)."""
-    digits = key.removeprefix("history/").removesuffix(".json")
-    return digits.isascii() and digits.isdigit() and generation_key(int(digits)) == key
 
 
 def _copies(store: BucketThreadStore, newest: int, signer: str | None, *, repair: bool) -> list[Finding]:
@@ -104,7 +98,7 @@ def _copies(store: BucketThreadStore, newest: int, signer: str | None, *, repair
     if not repair:
         advice = "a writer stopped between its commit and its copies; `handoff doctor URL --repair` moves them on"
         return [Finding("warning", what, advice, "primary") for what in said]
-    data = storage.read(f"history/{newest:08d}.json", limit=MAX_FILE_BYTES).data
+    data = storage.read(generation_key(newest), limit=MAX_FILE_BYTES).data
     mine = store.signing_key
     copies = ReadableCopies(storage)
     if signer is not None and (mine is None or mine.fingerprint != signer):

@@ -21,12 +21,13 @@ from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError, StorageUnavailableError
+from handoff_files.foundation.names import generation_from_stem, generation_stem
 from handoff_files.storage import Storage
 from handoff_files.thread.bucketretention import read_bucket_record
 from handoff_files.thread.mirror import mirror_of
 from handoff_files.thread.signatures import signature_damage
 
-__all__ = ["BucketIdentity", "Known", "generation_key"]
+__all__ = ["BucketIdentity", "Known", "generation_key", "generation_of"]
 
 #: how many of the oldest listed generations are read, at most, to find one that verifies
 _LOOK: Final = 8
@@ -37,8 +38,15 @@ Known = tuple[str, str]
 
 
 def generation_key(generation: int) -> str:
-    """The object a generation is committed as: ``history/00000042.json``."""
-    return f"history/{generation:08d}.json"
+    """The object a generation is committed as: ``history/00000042.json`` (a folder's file name, under ``history/``)."""
+    return f"history/{generation_stem(generation)}.json"
+
+
+def generation_of(key: str) -> int | None:
+    """The generation *key* names, or None unless it is exactly :func:`generation_key`'s (as a folder's names)."""
+    if not key.startswith("history/") or not key.endswith(".json"):
+        return None
+    return generation_from_stem(key.removeprefix("history/").removesuffix(".json"))
 
 
 class BucketIdentity:

@@ -18,17 +18,17 @@ __all__ = ["refuse_other", "saver_part"]
 _SAVER_PARTS = {2: "root", 1: "thread", 0: "namespace"}
 
 
-def saver_part(keys: Iterable[str]) -> tuple[str, str] | None:
-    """What of a LangGraph bucket saver *keys* (a listing under a prefix) hold, and the saver's root relative
-    to the prefix: ``("root", "")``, ``("thread", "..")``, ``("namespace", "../..")``, ``("above", "graphs")``
-    (a prefix above a saver's root); or None if they hold no checkpoint."""
+def saver_part(keys: Iterable[str], where: str) -> tuple[str, str] | None:
+    """What of a LangGraph bucket saver *keys* (the listing under *where*) hold, and the saver's root:
+    ``"root"``, ``"thread"``, ``"namespace"`` or ``"above"`` (a prefix above a saver's root); or None if
+    they hold no checkpoint."""
     for key in keys:
         parts = key.split("/")
         if len(parts) >= 2 and parts[-2] == "checkpoints" and parts[-1].endswith(".json"):
-            depth = len(parts) - 2
-            if depth in _SAVER_PARTS:
-                return _SAVER_PARTS[depth], "/".join([".."] * (2 - depth))
-            return "above", "/".join(parts[: depth - 2])
+            depth = len(parts) - 2  # key parts between *where* and checkpoints/: a root has two (thread, namespace)
+            if depth > 2:
+                return "above", "/".join([where, *parts[: depth - 2]])
+            return _SAVER_PARTS[depth], where.rsplit("/", 2 - depth)[0]
     return None
 
 
@@ -48,13 +48,10 @@ def refuse_other(where: str, keys: Collection[str], *, empty: bool = False) -> N
         named = ", ".join(threads[:5]) + (f" and {len(threads) - 5} more" if len(threads) > 5 else "")
         msg = f"a prefix of threads ({named}), not a thread: name one, e.g. {where}/{threads[0]}"
         raise NoHandoffError(where, msg)
-    found = saver_part(keys)
+    found = saver_part(keys, where)
     if found is None:
         return
-    part, relative = found
-    root = where
-    for step in relative.split("/") if relative else []:
-        root = root.rpartition("/")[0] if step == ".." else f"{root}/{step}"
+    part, root = found
     what = "a prefix holding" if part == "above" else f"not a handoff thread but the {part} of"
     msg = (
         f"{what} a LangGraph saver's checkpoints (its root: {root}): the thread commands read handoff threads; "

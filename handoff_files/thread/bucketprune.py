@@ -4,6 +4,7 @@ the oldest of them removed after the retention record is made to cover it (as a 
 from __future__ import annotations
 
 from handoff_files.foundation.errors import HandoffValidationError, NoHandoffError
+from handoff_files.thread.bucketidentity import generation_key
 from handoff_files.thread.bucketretention import keep_bucket_record
 from handoff_files.thread.bucketstore import BucketThreadStore
 
@@ -35,7 +36,7 @@ def prune_bucket(url: str, keep: int, *, dry_run: bool = False) -> tuple[list[st
         raise HandoffValidationError(store.where, f"{msg} (`handoff doctor {store.where}` says what is wrong)")
     oldest_kept = good[-1].generation
     kept, doomed = [n for n in numbers if n >= oldest_kept], [n for n in numbers if n < oldest_kept]
-    names = [f"history/{number:08d}.json" for number in kept], [f"history/{number:08d}.json" for number in doomed]
+    names = [generation_key(number) for number in kept], [generation_key(number) for number in doomed]
     if dry_run or not doomed:
         return names
     keep_bucket_record(

@@ -36,6 +36,7 @@ from handoff_files.foundation.errors import (
 from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT
 from handoff_files.foundation.names import derive_id
 from handoff_files.thread import bucketjournal
+from handoff_files.thread.bucketidentity import generation_key
 from handoff_files.thread.bucketkind import refuse_other
 from handoff_files.thread.bucketpolicy import BucketPolicy
 from handoff_files.thread.history import DEFAULT_KEEP, GenerationNotFoundError
@@ -317,7 +318,7 @@ class BucketThreadStore(HandoffStore):
         checker = SignerCheck(self._allowed)
         entries = []
         for number in numbers:
-            key = f"history/{number:08d}.json"
+            key = generation_key(number)
             url = f"{self.where}/{key}"
             try:
                 handoff = decode(self._objects.storage.read(key, limit=MAX_FILE_BYTES).data, url, origin="store")
@@ -338,7 +339,7 @@ class BucketThreadStore(HandoffStore):
         :raises GenerationNotFoundError: if ``history/`` does not hold it (never kept, or removed by retention).
         :raises HandoffError: if it does not verify.
         """
-        key = f"history/{number:08d}.json"
+        key = generation_key(number)
         url = f"{self.where}/{key}"
         try:
             stored = self._objects.storage.read(key, limit=MAX_FILE_BYTES)

@@ -17,6 +17,7 @@ from handoff_files.format.codec import MAX_FILE_BYTES
 from handoff_files.format.loader import decode
 from handoff_files.format.model import Handoff
 from handoff_files.foundation.errors import HandoffError
+from handoff_files.thread.bucketidentity import generation_key
 from handoff_files.thread.bucketkind import refuse_other
 from handoff_files.thread.bucketretention import read_bucket_record
 from handoff_files.thread.bucketstore import BucketThreadStore
@@ -43,7 +44,7 @@ def verify_bucket(url: str, *, allowed_signers: Path | None = None, require_sign
     entries: list[CheckedGeneration] = []
     good: dict[int, Handoff] = {}
     for number in numbers:  # newest first
-        key = f"history/{number:08d}.json"
+        key = generation_key(number)
         named = f"{where}/{key}"
         try:
             handoff = verified(decode(storage.read(key, limit=MAX_FILE_BYTES).data, named, origin="store"), named)

@@ -29,7 +29,6 @@ this class and adds the signing policy, the journal's events and the store's API
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -51,7 +50,7 @@ from handoff_files.foundation.errors import (
 )
 from handoff_files.foundation.names import check_id
 from handoff_files.storage import Storage, open_storage
-from handoff_files.thread.bucketidentity import BucketIdentity, Known, generation_key
+from handoff_files.thread.bucketidentity import BucketIdentity, Known, generation_key, generation_of
 from handoff_files.thread.bucketkind import refuse_other
 from handoff_files.thread.bucketretention import keep_bucket_record
 from handoff_files.thread.copyback import file_bytes
@@ -67,7 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["ObjectReceipt", "ObjectRestored", "ObjectThread"]
 
 HISTORY: Final = "history/"
-_GENERATION: Final = re.compile(r"history/([0-9]{8,20})\.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +165,7 @@ class ObjectThread:
 
     def generations(self) -> list[int]:
         """The generation numbers ``history/`` holds, newest first (objects of other names passed over)."""
-        found = (_GENERATION.fullmatch(key) for key in self.storage.list(HISTORY))
-        return sorted((int(match.group(1)) for match in found if match), reverse=True)
+        return sorted((n for key in self.storage.list(HISTORY) if (n := generation_of(key))), reverse=True)
 
     def save(self, content: Handoff | HandoffContent | Mapping[str, Any], *, after: int | None = None) -> ObjectReceipt:
         """Seal *content* as the next generation and commit it: its object created only if no writer made it first.

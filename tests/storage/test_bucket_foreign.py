@@ -206,3 +206,14 @@ def test_the_log_tells_no_save_of_a_copy(planted: str, capsys: pytest.CaptureFix
     assert "saved generation 4" not in captured.out
     assert "saved generation 3" in captured.out
     assert "history/00000004.json: it is generation 4 of another thread" in captured.out + captured.err
+
+
+def test_a_generation_is_listed_only_under_its_one_name(bucket_url: str) -> None:
+    """The folder's rule for a generation's name (foundation.names): another width or number 0 is not one."""
+    _thread(bucket_url, "mine", 2)
+    storage = BucketStorage(bucket_url)
+    data = storage.read("history/00000002.json", limit=1 << 20).data
+    for key in ("history/000000003.json", "history/00000000.json"):
+        storage.create(key, data)
+    assert ObjectThread(bucket_url).generations() == [2, 1]
+    assert HandoffStore(bucket_url).save({"narrative": "on"}).generation == 3
