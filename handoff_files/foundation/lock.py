@@ -81,10 +81,14 @@ class _Descriptor:
         self.gate: Gate = gate_of(self.fd)  # this process's threads queue here (see gate.py)
         self.gated = False  # whether the holding thread took the gate
 
-    def close(self) -> None:
-        if self.fd >= 0 and self.pid == os.getpid():
-            with contextlib.suppress(OSError):
-                _close(self.fd)
+    def close(self, getpid: Callable[[], int] = os.getpid, close: Callable[[int], None] = _close) -> None:
+        # the calls are bound as defaults: __del__ may run while the interpreter clears this
+        # module's names at exit, and a lookup then finds None ("'NoneType' object is not callable")
+        if self.fd >= 0 and self.pid == getpid():
+            try:  # noqa: SIM105 -- contextlib may be cleared at exit too
+                close(self.fd)
+            except OSError:
+                pass
         self.fd = -1
 
     def __del__(self) -> None:

@@ -72,6 +72,8 @@ class Top:
     generation: int
     checkpoint_id: str
     highest_id: str
+    #: the id and generation saved just before, by this process (a step's writes come after the next put)
+    before: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +125,7 @@ class Namespace:
         self._lock = threading.Lock()
         self._top: Top | None = None  # None: not known (found again by the next save)
         self._store: HandoffStore | None = None
-        self._caught_up = False  # see _catch_up
-        self._opened = False  # see open_for_writes
+        self._caught_up = self._opened = False  # see _catch_up, open_for_writes
 
     @property
     def store(self) -> HandoffStore:
@@ -170,7 +171,10 @@ class Namespace:
             return
         highest = order["highest_id"]
         highest = checkpoint_id if highest is None or checkpoint_id > highest else highest
-        self._top = Top(generation, checkpoint_id, highest)
+        top = self._top  # the one before is kept in mind while the store keeps it too (keep=1 prunes it now)
+        kept = top is not None and top.generation == order["after"] and self._settings["keep"] > 1
+        before = (top.checkpoint_id, top.generation) if top is not None and kept else None
+        self._top = Top(generation, checkpoint_id, highest, before)
 
     def generation_of(self, checkpoint_id: str) -> int | None:
         """The generation holding *checkpoint_id* (the newest known at once, others from the index); None if none."""
@@ -180,6 +184,8 @@ class Namespace:
             top = self._top if newest is not None else None
         if top is not None and top.checkpoint_id == checkpoint_id:
             return top.generation
+        if top is not None and top.before is not None and top.before[0] == checkpoint_id:
+            return top.before[1]
         if top is not None and checkpoint_id > top.highest_id:
             return None  # newer than every checkpoint saved: its put is still to come (async durability)
         return next((entry.generation for entry in self.scan()[0] if entry.checkpoint_id == checkpoint_id), None)

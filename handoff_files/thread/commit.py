@@ -225,9 +225,9 @@ def _write(
     # never alter the sealed generation; under "full" it is the commit point: once it is durable
     # the generation exists, and it is a new name, so its rename flushes nothing else
     if journal_first:
-        after_commit(lambda: write_durable(history_file, data, sync=False))
+        after_commit(lambda: write_durable(history_file, data, sync=False, new=True))
     else:
-        write_durable(history_file, data)
+        write_durable(history_file, data, new=True)
     # the copies a person and a restart read first: atomic for readers, not flushed; the primary
     # first, so state.json can record it as written (an edit changes that stamp, bit rot does not)
     written = after_commit(lambda: write_durable(thread.primary, data, sync=False))

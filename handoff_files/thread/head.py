@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.names import generation_stem
+from handoff_files.thread.layout import EXTENSIONS
 from handoff_files.thread.mirror import Mirror, read_mirror
 from handoff_files.thread.scan import PrimaryState, scan, vouched
 from handoff_files.thread.settings import ThreadSettings
@@ -19,6 +21,8 @@ _Key = tuple[tuple[int, int, int], tuple[int, int, int], bool]
 #: The saves a store's own listing of ``history/`` is kept through before it lists the folder again
 #: (a file another process added under an older number, say by a repair, is seen by then).
 RELIST_EVERY: Final = 64
+# the names a generation's file in history/ may have (either format: a store opened with the other one may write)
+_ENDINGS: Final = tuple(EXTENSIONS.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,7 @@ class HeadTracker:
         self._listing: list[tuple[int, str]] | None = None
         self._kept_for = 0
         self._as_left: bool | None = None  # what listing() found, for the current() that follows it
+        self._paths: tuple[str, str, str] | None = None  # the primary, the journal, history/ (see _key)
         #: Whether the last :meth:`current` found the files as this store left them (nobody else
         #: wrote since its own last save, so what that save checked still holds).
         self.unchanged = False
@@ -126,7 +131,9 @@ class HeadTracker:
         :param before: ``history/``'s listing the save was given, when the save wrote only its own
             generation's file there (and pruned past ``keep``): kept as the next save's listing.
         """
-        key = self._key(head.generation)
+        # no file of the generation after it is looked for: this store holds the lock, and the next
+        # save's look finds one a person put there meanwhile (the keys differ, so the disk is scanned)
+        key = self._key(head.generation, probe=False)
         # a file that cannot be seen: the save is durable; the next one just scans the disk again
         self._cache = None if key is None else (key, head)
         if before is None or key is None:
@@ -140,15 +147,24 @@ class HeadTracker:
         """Whether the primary, the journal and ``history/``'s next name are as this store's last save left them."""
         return self._cache is not None and self._cache[0] == self._key(self._cache[1].generation)
 
-    def _key(self, generation: int) -> _Key | None:
-        """The primary's and the journal's identity, and whether a file of the generation after *generation* exists."""
-        layout = self._thread.layout
+    def _key(self, generation: int, *, probe: bool = True) -> _Key | None:
+        """The primary's and the journal's identity, and whether a file of the generation after *generation* exists.
+
+        :param probe: look for that file (else taken as absent: see :meth:`remember`).
+        """
+        if self._paths is None:  # strings, made once: two per save, this is on the hot path
+            layout = self._thread.layout
+            self._paths = (os.fspath(self._thread.primary), os.fspath(layout.journal), os.fspath(layout.history_dir))
+        primary_path, journal_path, history = self._paths
         try:
-            primary = os.lstat(self._thread.primary)
-            journal = os.lstat(layout.journal)
+            primary = os.lstat(primary_path)
+            journal = os.lstat(journal_path)
         except OSError:
             return None  # scan the disk, which names what is wrong
-        after = any(os.path.lexists(layout.generation_file(generation + 1, fmt)) for fmt in ("json", "yaml"))
+        # faccessat, not lstat: a missing name (the usual case) raises nothing; any other failure to
+        # see it reads as absent, and the save that follows meets that failure and names it
+        stem = f"{history}/{generation_stem(generation + 1)}"
+        after = probe and any(os.access(stem + ending, os.F_OK, follow_symlinks=False) for ending in _ENDINGS)
         return (
             (primary.st_ino, primary.st_mtime_ns, primary.st_size),
             (journal.st_ino, journal.st_mtime_ns, journal.st_size),

@@ -222,8 +222,8 @@ class Journal:
             created = st.st_size == 0  # new (or empty): its name is made durable with its directory
             try:
                 # cut a torn tail first, so neither this line nor a rotation carries it along
-                cut_torn_tail(fd)
-                if os.fstat(fd).st_size > max(ROTATE_BYTES, ROTATE_LINES * len(line)):
+                size = os.fstat(fd).st_size if cut_torn_tail(fd, st.st_size) else st.st_size
+                if size > max(ROTATE_BYTES, ROTATE_LINES * len(line)):
                     os.close(fd)
                     fd = -1
                     if before_rotate is not None:

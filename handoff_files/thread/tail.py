@@ -100,16 +100,18 @@ def first_line(path: Path, limit: int) -> bytes | None:
     return raw if newline else None
 
 
-def cut_torn_tail(fd: int) -> bool:
+def cut_torn_tail(fd: int, size: int | None = None) -> bool:
     """Truncate a last line with no newline (a crash mid-append) so the next line starts clean.
 
     Writes, without syncing: the caller syncs (an append with the line it writes next).
 
     :param fd: the file, open for reading and writing.
+    :param size: its size, if the caller has just looked (else ``fstat`` tells).
     :returns: whether there was a torn line to cut.
     :raises OSError: if the file cannot be read or truncated.
     """
-    size = os.fstat(fd).st_size
+    if size is None:
+        size = os.fstat(fd).st_size
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return False
     end = size

@@ -132,3 +132,25 @@ def test_a_lock_file_that_cannot_be_opened_is_a_write_error(tmp_path: Path) -> N
     (tmp_path / LOCK_NAME).symlink_to(tmp_path / "elsewhere")  # never followed
     with pytest.raises(HandoffWriteError, match="cannot open the lock file"), WriterLock(tmp_path).held():
         pass
+
+
+def test_a_descriptor_dropped_while_the_interpreter_clears_modules_closes_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # at exit the interpreter sets a module's names to None before the last objects go: a saver
+    # still referenced then printed "Exception ignored in: _Descriptor.__del__ … 'NoneType' object
+    # is not callable" on stderr
+    from handoff_files.foundation import lock as lock_module
+
+    lock = WriterLock(tmp_path, timeout=1)
+    with lock.held():
+        pass
+    descriptor = lock._descriptor()
+    fd = descriptor.fd
+    for name in ("os", "_close", "contextlib"):
+        monkeypatch.setattr(lock_module, name, None)
+    descriptor.close()
+    monkeypatch.undo()
+    assert descriptor.fd == -1
+    with pytest.raises(OSError):  # closed for real
+        os.fstat(fd)

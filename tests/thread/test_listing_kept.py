@@ -97,3 +97,18 @@ def test_a_full_save_killed_after_its_commit_is_seen_by_the_next_name(
     restored = HandoffStore(thread_dir).restore()
     assert restored.generation == 4
     assert restored.handoff.parent is not None
+
+
+@pytest.mark.parametrize("name", ["00000003.yaml", "00000003.json"])
+def test_a_file_put_at_the_next_name_after_a_save_is_seen_by_the_next_save(thread_dir: Path, name: str) -> None:
+    # a save remembers the files as it left them without looking for the next name (it held the
+    # lock): the next save looks, in either format, and never writes over what it finds
+    store = HandoffStore(thread_dir)
+    store.save(content("alive", 1, 0))
+    store.save(content("alive", 2, 0))
+    planted = thread_dir / "history" / name
+    planted.write_bytes(b"not a handoff\n")
+    receipt = store.save(content("alive", 3, 0))
+    assert receipt.generation == 4
+    assert planted.read_bytes() == b"not a handoff\n"
+    assert HandoffStore(thread_dir).restore().generation == 4
