@@ -37,6 +37,7 @@ import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -47,6 +48,9 @@ from bench.torture.faults import store_options
 from bench.torture.oslayer import DIR, REAL, Broken, Op, Recorder, parent
 from handoff_files import Handoff, HandoffError, HandoffStore, NoHandoffError, Restored, load
 from handoff_files.foundation.atomic import stray_temps
+from handoff_files.thread import copyback
+from handoff_files.thread import journal as journal_module
+from handoff_files.thread.history import load_generation
 from handoff_files.thread.journal import ROTATE_BYTES, Journal
 
 __all__ = [
@@ -241,7 +245,7 @@ def _overlay(old: bytes, offset: int, data: bytes) -> bytes:
 # -- tracing scenarios -----------------------------------------------------------------------
 
 
-Setup = Literal["", "torn-primary", "torn-journal", "stray-temps", "full-journal"]
+Setup = Literal["", "torn-primary", "torn-journal", "stray-temps", "full-journal", "rotating"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +259,9 @@ class Scenario:
     keep: int = 10
     format: Literal["json", "yaml"] = "json"
     #: what a crash or a person left before the traced saves: the primary torn in half, a journal
-    #: line cut short, a dead writer's temp files, or a journal past its rotation size
+    #: line cut short, a dead writer's temp files, or a journal past its rotation size; "rotating":
+    #: the traced saves rotate the journal every ROTATE_LINES saves (the older file's kept
+    #: generations are then only in history/, whose copies a journal-first save left unflushed)
     setup: Setup = ""
 
 
@@ -270,6 +276,7 @@ SCENARIOS: Final = (
     Scenario("a save after a dead writer's temp files", earlier=2, traced=1, setup="stray-temps"),
     Scenario("a save that rotates the journal", earlier=1, traced=2, setup="full-journal"),
     Scenario("saves of a YAML thread", earlier=1, traced=2, format="yaml"),
+    Scenario("saves across two journal rotations", earlier=1, traced=17, keep=100, setup="rotating"),
 )
 
 
@@ -347,7 +354,7 @@ def trace(scenario: Scenario, root: Path, durability: str, broken: Broken | None
     sizes = {inode: len(data) for inode, data in durable.data.items()}
     recorder = Recorder(root, durable.names, sizes, broken=broken)
     acks = []
-    with recorder:
+    with recorder, _rotating(scenario.setup == "rotating"):
         store = HandoffStore(thread, **options)
         for step in range(scenario.earlier + 1, scenario.earlier + scenario.traced + 1):
             receipt = store.save(_save_content(step, scenario.size))
@@ -361,6 +368,27 @@ def trace(scenario: Scenario, root: Path, durability: str, broken: Broken | None
         msg = f"{scenario.name}: the model and the real tree differ after the trace: an operation was not traced"
         raise RuntimeError(msg)
     return Trace(scenario, durable, recorder.ops, acks, generations, scenario.earlier, durability, recorder.skipped)
+
+
+@contextmanager
+def _rotating(on: bool) -> Iterator[None]:
+    """With *on*, rotate the journal every ROTATE_LINES saves, and flush a rotation's copies in this thread.
+
+    The recorder follows the thread that entered it; a rotation flushes the copies it keeps from
+    a pool of threads (:mod:`handoff_files.thread.copyback`), the same flushes, made here one by one.
+    """
+    if not on:
+        yield
+        return
+    saved = {(journal_module, "ROTATE_BYTES"): 1, (copyback, "_FLUSHERS"): 1}
+    before = {where: getattr(*where) for where in saved}
+    for (module, name), value in saved.items():
+        setattr(module, name, value)  # a Final of the library's, changed for the trace only
+    try:
+        yield
+    finally:
+        for (module, name), value in before.items():
+            setattr(module, name, value)
 
 
 # -- crash states ----------------------------------------------------------------------------
@@ -488,6 +516,7 @@ def check_state(state: CrashState, run_trace: Trace, where: Path, tally: Tally, 
         tally.leftovers += len(left)
         tally.fail("temp files left after the store opened the thread", f"{context}: {[p.name for p in left]}")
     restored = _check_restore(store, run_trace, acknowledged, tally, context)
+    _check_kept(store, run_trace, acknowledged=acknowledged, restored=restored, tally=tally, context=context)
     try:
         receipt = store.save(_save_content(999, 10))
         following = load(store.primary)
@@ -501,6 +530,30 @@ def check_state(state: CrashState, run_trace: Trace, where: Path, tally: Tally, 
             "the next save does not follow the restored generation",
             f"{context}: generation {receipt.generation}, parent {following.parent}; restored {floor}, {seal}",
         )
+
+
+def _check_kept(
+    store: HandoffStore, run_trace: Trace, *, acknowledged: int, restored: Restored | None, tally: Tally, context: str
+) -> None:
+    """Every acknowledged generation the thread keeps (its newest ``keep``) is in ``history/`` or a journal, whole."""
+    newest = restored.generation if restored is not None else acknowledged
+    kept = [g for g in run_trace.generations if newest - run_trace.scenario.keep < g <= acknowledged]
+    if not kept:
+        return
+    journaled = {
+        entry.generation: document
+        for entry, document in Journal(store.layout).committed_documents()
+        if document is not None and entry.generation is not None
+    }
+    for generation in kept:
+        try:
+            found = load_generation(store.layout, generation)
+        except HandoffError:
+            found = None
+        if found == run_trace.generations[generation] or generation in journaled:
+            continue
+        tally.lost += 1
+        tally.fail("an acknowledged generation the thread keeps was lost", f"{context}: generation {generation}")
 
 
 def _check_restore(

@@ -9,8 +9,8 @@ from typing import Any, Final
 from handoff_files.format.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.loader import decode, load
-from handoff_files.foundation.atomic import read_bytes, write_durable
-from handoff_files.foundation.errors import HandoffError
+from handoff_files.foundation.atomic import fsync_file, read_bytes, write_durable
+from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
 from handoff_files.thread.signatures import verified
 
@@ -20,6 +20,8 @@ __all__ = ["Committed", "copy_back", "file_bytes"]
 #: document line written with it (None if missing or damaged): ``Journal.committed_documents()``.
 Committed = tuple[int | None, str | None, dict[str, Any] | None]
 
+#: Flushes made at once by a rotation (see _flush); 1: one after another.
+_FLUSHERS = 16
 # the order a person reads a handoff in: envelope, then story, dangers, next steps, facts, reasons
 _ORDER: Final = (*ENVELOPE, "narrative", "warnings", "priorities", "state", "decisions", "context")
 
@@ -29,7 +31,9 @@ def file_bytes(document: dict[str, Any], fmt: Format) -> bytes:
     return render({key: document[key] for key in _ORDER if key in document}, fmt)
 
 
-def copy_back(saves: Iterable[Committed], journal: Path, layout: ThreadDir, fmt: Format | None) -> list[str]:
+def copy_back(
+    saves: Iterable[Committed], journal: Path, layout: ThreadDir, fmt: Format | None, *, dropping: bool = False
+) -> list[str]:
     """Write the ``history/`` copy of each generation a journal-first save committed with no verified copy. Writes.
 
     A writer killed right after its commit point leaves its generation in the journal alone;
@@ -42,28 +46,67 @@ def copy_back(saves: Iterable[Committed], journal: Path, layout: ThreadDir, fmt:
     :param journal: the journal file, named in errors.
     :param layout: the thread's files.
     :param fmt: the thread's format (None: the primary's, JSON if there is none).
+    :param dropping: *journal* is about to be removed (a rotation): a copy found in place is made
+        durable too (fsync), for a journal-first save wrote it unflushed and the journal line was
+        its only durable copy; ``history/``'s names the rotation's checkpoint made durable already.
     :returns: a note for each copy written.
-    :raises HandoffWriteError: if a copy cannot be written.
+    :raises HandoffWriteError: if a copy cannot be written, or one in place cannot be made durable.
     """
     listing = dict(layout.generations())
     floor = min(listing, default=None)
     chosen: Format = fmt if fmt is not None else next(iter(layout.primary_formats()), "json")
     notes: list[str] = []
+    in_place: list[Path] = []  # copies found in place, flushed before the journal is dropped
     for generation, seal, document in saves:
         if generation is None or (floor is not None and generation < floor):
             break  # newest first: what is older was pruned
-        if document is not None and generation in listing and _same(layout.history_dir / listing[generation], document):
-            continue  # the copy a save wrote, byte for byte: nothing to verify or copy (a rotation's usual case)
+        kept = layout.history_dir / listing[generation] if generation in listing else None
+        if document is not None and kept is not None and _same(kept, document):
+            in_place.append(kept)  # the copy a save wrote, byte for byte (a rotation's usual case)
+            continue
         if document is None or not _verified(journal, seal, generation, document):
             continue  # never acknowledged (a torn write), or damaged: nothing to copy
-        if generation in listing and _loads(layout.history_dir / listing[generation], generation):
-            continue  # a verified copy (another seal's is never overwritten: telling it is recovery's work)
+        if kept is not None and _loads(kept, generation):
+            in_place.append(kept)  # a verified copy (another seal's is never overwritten: recovery's work)
+            continue
         target = layout.generation_file(generation, chosen)
         write_durable(target, file_bytes(document, chosen))
         notes.append(f"generation {generation} was only in the journal; copied it back to {HISTORY_DIR}/{target.name}")
         if floor is None:
             break
+    if dropping:
+        _flush(in_place)
     return notes
+
+
+def _flush(paths: list[Path]) -> None:
+    """fsync each of *paths*, several at once: a file system commits concurrent flushes together.
+
+    A thread that keeps every generation (a LangGraph saver's) drops ~1,600 of them at a rotation
+    of 1 KB saves: one after another, 0.45 s on the reference machine.
+
+    :raises HandoffWriteError: naming the first file that could not be flushed.
+    """
+    if len(paths) <= 1 or _FLUSHERS <= 1:
+        failures = [_flushed(path) for path in paths]
+    else:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 -- only a rotation's flush needs it
+
+        with ThreadPoolExecutor(max_workers=min(_FLUSHERS, len(paths))) as pool:
+            failures = list(pool.map(_flushed, paths))
+    failed = next((failure for failure in failures if failure is not None), None)
+    if failed is not None:
+        path, exc = failed
+        msg = f"cannot make it durable before the journal holding it is rotated away: {exc.strerror or exc}"
+        raise HandoffWriteError(path, msg) from exc
+
+
+def _flushed(path: Path) -> tuple[Path, OSError] | None:
+    try:
+        fsync_file(path)
+    except OSError as exc:
+        return path, exc
+    return None
 
 
 def _same(path: Path, document: dict[str, Any]) -> bool:

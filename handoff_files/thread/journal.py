@@ -281,7 +281,7 @@ class Journal:
         saves = (
             (entry.generation, entry.seal, document) for entry, document in self.committed_documents(self.previous)
         )
-        copy_back(saves, self.previous, self._layout, None)
+        copy_back(saves, self.previous, self._layout, None, dropping=True)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.previous)
         self.path.rename(self.previous)
