@@ -19,6 +19,7 @@ import pytest
 from bench.torture.oslayer import Recorder
 from bench.torture.powerloss import Disk, crash_states
 from handoff_files import HandoffStore
+from handoff_files.foundation.atomic import fsync_file
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.thread import copyback
 from handoff_files.thread import journal as journal_module
@@ -86,7 +87,7 @@ def test_the_copies_are_flushed_together_and_a_failure_refuses_the_save(
     flushed: list[str] = []
     threads: set[int] = set()
     guard = threading.Lock()
-    real = copyback.fsync_file
+    real = fsync_file
 
     def recorded(path: Path) -> None:
         with guard:
