@@ -75,6 +75,7 @@ bench: $(STAMP_BENCH)
 	$(BIN_BENCH)/python -m bench.bench_goals
 	$(BIN_BENCH)/python -m bench.bench_langgraph
 	$(BIN_BENCH)/python -m bench.bench_langgraph_cold
+	$(BIN_BENCH)/python -m bench.bench_writes
 	$(BIN_BENCH)/python -m bench.bench_hostile
 	$(BIN_BENCH)/python -m bench.bench_floors
 	$(BIN_BENCH)/python -m bench.bench_signing
