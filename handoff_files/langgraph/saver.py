@@ -30,6 +30,7 @@ from handoff_files.langgraph.async_methods import AsyncMethods
 from handoff_files.langgraph.blobs import stash, unstash
 from handoff_files.langgraph.checkpoint_file import CheckpointFile
 from handoff_files.langgraph.folders import Folders
+from handoff_files.langgraph.index import Entry
 from handoff_files.langgraph.layout import (
     append_writes,
     name_writes,
@@ -37,7 +38,7 @@ from handoff_files.langgraph.layout import (
     writes_file,
     writes_files,
 )
-from handoff_files.langgraph.store import FORMAT, Entry, Namespace
+from handoff_files.langgraph.store import FORMAT, Namespace
 from handoff_files.langgraph.threads import DELTA_KEY, passed_over
 from handoff_files.langgraph.values import SerdeProtocol, decode_value, encode_value, layers_of_state
 from handoff_files.thread.settings import DURABILITIES, Durability

@@ -19,8 +19,8 @@ import contextlib
 import os
 import stat
 import threading
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -35,6 +35,7 @@ from handoff_files.foundation.lock import DEFAULT_LOCK_TIMEOUT, OnLockWait
 from handoff_files.foundation.safe_paths import open_dir_under
 from handoff_files.langgraph.blobs import BLOBS_DIR, blob_refs, collect
 from handoff_files.langgraph.checkpoint_file import FORMAT, CheckpointFile, read_checkpoint, record_in
+from handoff_files.langgraph.index import Damaged, Entry, MendedCheckpointWarning, Top
 from handoff_files.langgraph.layout import WRITES_DIR, read_writes, unlink_in, writes_owner
 from handoff_files.thread.catchup import catch_up, journal_ahead
 from handoff_files.thread.layout import MIRROR_NAME, PRIMARY_NAMES, ThreadDir, generation_of
@@ -45,44 +46,12 @@ from handoff_files.thread.store import HandoffStore
 if TYPE_CHECKING:
     from handoff_files.thread.signatures import KeyChoice
 
-__all__ = ["AGENT_ID", "FORMAT", "Entry", "Namespace", "Top", "record_of"]
+__all__ = ["AGENT_ID", "FORMAT", "Namespace", "record_of"]
 
 #: The agent id the saver writes in every checkpoint's envelope.
 AGENT_ID: Final = "langgraph"
 #: ``keep=None``: every checkpoint stays (history is pruned only by ``prune`` and ``delete_*``).
 _KEEP_ALL: Final = 2**62
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One checkpoint as the index knows it."""
-
-    checkpoint_id: str
-    parent_id: str | None
-    metadata: dict[str, Any]  # as stored (encoded), decoded by the saver when it filters
-    path: Path  # its sealed file in history/
-    generation: int
-    blobs: frozenset[str] = frozenset()  # the digests of the blobs its values are in
-
-
-@dataclass(frozen=True, slots=True)
-class Top:
-    """What the next save chains its ``order`` from: the newest generation, its checkpoint, the highest id up to it."""
-
-    generation: int
-    checkpoint_id: str
-    highest_id: str
-    #: the id and generation saved just before, by this process (a step's writes come after the next put)
-    before: tuple[str, int] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Damaged:
-    """A checkpoint file that does not verify: its generation (from its name), path and why."""
-
-    generation: int
-    path: Path
-    error: HandoffError
 
 
 def record_of(handoff: Handoff, where: Path) -> dict[str, Any]:
@@ -125,7 +94,7 @@ class Namespace:
         self._lock = threading.Lock()
         self._top: Top | None = None  # None: not known (found again by the next save)
         self._store: HandoffStore | None = None
-        self._caught_up = self._opened = False  # see _catch_up, open_for_writes
+        self._caught_up = self._opened = self._mended = False  # see _catch_up, open_for_writes, _mend_from_journal
 
     @property
     def store(self) -> HandoffStore:
@@ -261,8 +230,29 @@ class Namespace:
             found[key] = entry
         with self._lock:
             self._files = found
+        if damaged and self._mend_from_journal():
+            return self.scan()
         damaged.sort(key=lambda item: item.generation, reverse=True)
         return sorted(found.values(), key=lambda entry: entry.checkpoint_id, reverse=True), damaged
+
+    def _mend_from_journal(self) -> bool:
+        """Write again, from the journal, the copies in ``history/`` that do not verify; whether any was.
+
+        A journal-first put writes its copy unflushed: a power loss may leave it empty or torn while the
+        journal line, its commit point, holds it whole (issue 21). Once per process, at the first read
+        that meets such a file, under the writers' lock, as :meth:`_catch_up` writes a missing one.
+        """
+        if self._mended:
+            return False
+        self._mended = True
+        try:
+            with self.store.locked():
+                notes = catch_up(self.layout, "json")
+        except HandoffError:
+            return False  # the damaged files are reported by the read, as before
+        for note in notes:
+            warnings.warn(f"{self.path}: {note}", MendedCheckpointWarning, stacklevel=3)
+        return bool(notes)
 
     def _catch_up(self) -> None:
         """At a process's first read, copy back a checkpoint only the journal holds (a put killed after its commit)."""

@@ -23,8 +23,9 @@ from handoff_files.foundation.errors import HandoffError, HandoffValidationError
 from handoff_files.foundation.safe_paths import dir_under
 from handoff_files.langgraph.blobs import blob_refs, copy_blobs
 from handoff_files.langgraph.folders import Folders
+from handoff_files.langgraph.index import Damaged, Entry
 from handoff_files.langgraph.layout import append_writes, read_checkpoint_writes, writes_file, writes_files
-from handoff_files.langgraph.store import Damaged, Entry, Namespace
+from handoff_files.langgraph.store import Namespace
 from handoff_files.thread.kind import saver_root
 from handoff_files.thread.retention import record_pruning
 from handoff_files.thread.settings import Durability

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -10,6 +11,7 @@ from handoff_files.format.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.loader import decode, load
 from handoff_files.foundation.atomic import fsync_file, read_bytes, write_durable
+from handoff_files.foundation.clock import file_stamp
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
 from handoff_files.thread.signatures import verified
@@ -70,13 +72,31 @@ def copy_back(
             in_place.append(kept)  # a verified copy (another seal's is never overwritten: recovery's work)
             continue
         target = layout.generation_file(generation, chosen)
+        aside = _set_aside(kept, layout) if kept is not None else None  # damaged: kept, as the doctor keeps it
         write_durable(target, file_bytes(document, chosen))
-        notes.append(f"generation {generation} was only in the journal; copied it back to {HISTORY_DIR}/{target.name}")
+        if kept is None:
+            notes.append(
+                f"generation {generation} was only in the journal; copied it back to {HISTORY_DIR}/{target.name}"
+            )
+        else:
+            notes.append(
+                f"{HISTORY_DIR}/{kept.name} did not verify; wrote {target.name} again from the journal, {aside}"
+            )
         if floor is None:
             break
     if dropping:
         _flush(in_place)
     return notes
+
+
+def _set_aside(path: Path, layout: ThreadDir) -> str:
+    """Keep a damaged copy as ``history/damaged-<stamp>-<name>`` (a hard link) before it is written over; say how."""
+    keep_as = layout.kept_copy("damaged", file_stamp(), f"-{path.name}")
+    try:
+        os.link(path, keep_as, follow_symlinks=False)
+    except OSError as exc:
+        return f"the damaged file not kept ({exc.strerror or exc})"
+    return f"the damaged file kept as {HISTORY_DIR}/{keep_as.name}"
 
 
 def _flush(paths: list[Path]) -> None:

@@ -17,6 +17,8 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from handoff_files import HandoffError
 from handoff_files.langgraph import HandoffSaver
+from handoff_files.langgraph.index import MendedCheckpointWarning
+from handoff_files.thread.settings import Durability
 
 # put one checkpoint, then a second in a process killed just after the second's journal commit
 _KILLED_AFTER_COMMIT = """
@@ -116,13 +118,29 @@ def test_a_fresh_process_reads_checkpoints_without_building_the_handoff_validato
     assert done.stdout.split() == ["second", "2", "False"]
 
 
-def test_a_checkpoint_whose_seal_does_not_match_is_refused_as_the_loader_refuses_it(tmp_path: Path) -> None:
-    saver = HandoffSaver(tmp_path)
+def _forged(tmp_path: Path, durability: Durability) -> None:
+    """One checkpoint put, then its primary and history/ copy edited without their seal."""
+    saver = HandoffSaver(tmp_path, durability=durability)
     checkpoint = create_checkpoint(empty_checkpoint(), None, 0)
     checkpoint["channel_values"], checkpoint["channel_versions"] = {"who": "first"}, {"who": 1}
     saver.put(_CONFIG, checkpoint, {"source": "loop", "step": 0}, {"who": 1})
     for name in ("handoff.json", "history/00000001.json"):
         path = tmp_path / "t" / name
         path.write_bytes(path.read_bytes().replace(b'"first"', b'"forged"'))
+
+
+def test_a_checkpoint_whose_seal_does_not_match_is_refused_as_the_loader_refuses_it(tmp_path: Path) -> None:
+    _forged(tmp_path, "full")  # a full put's journal line holds no copy of the checkpoint
     with pytest.raises(HandoffError, match="does not match its seal"):
         HandoffSaver(tmp_path).get_tuple(_CONFIG)
+
+
+def test_a_copy_that_does_not_match_its_seal_is_written_again_from_the_journal_and_kept(tmp_path: Path) -> None:
+    _forged(tmp_path, "journal")  # the journal line, the put's commit point, holds it whole
+    with pytest.warns(MendedCheckpointWarning, match=r"00000001\.json did not verify.*kept as history/damaged-"):
+        found = HandoffSaver(tmp_path).get_tuple(_CONFIG)
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {"who": "first"}  # never the forged value
+    kept = [path for path in (tmp_path / "t" / "history").iterdir() if path.name.startswith("damaged-")]
+    assert len(kept) == 1
+    assert b'"forged"' in kept[0].read_bytes()

@@ -64,7 +64,7 @@ def test_a_torn_writes_line_left_by_a_crash_is_cut_before_the_next_append(tmp_pa
 
 
 def test_a_damaged_old_checkpoint_leaves_the_newest_readable_and_prune_clears_it(tmp_path: Path) -> None:
-    saver = HandoffSaver(tmp_path / "graphs")
+    saver = HandoffSaver(tmp_path / "graphs", durability="full")  # no copy in the journal to mend it from
     _chain(saver, 3)
     oldest = tmp_path / "graphs" / "t" / "history" / "00000001.json"
     oldest.write_bytes(oldest.read_bytes()[:100])
@@ -79,7 +79,7 @@ def test_a_damaged_old_checkpoint_leaves_the_newest_readable_and_prune_clears_it
 
 
 def test_a_damaged_newest_checkpoint_is_an_error_not_the_one_before(tmp_path: Path) -> None:
-    saver = HandoffSaver(tmp_path / "graphs")
+    saver = HandoffSaver(tmp_path / "graphs", durability="full")  # no copy in the journal to mend it from
     _chain(saver, 2)
     newest = tmp_path / "graphs" / "t" / "history" / "00000002.json"
     newest.write_bytes(newest.read_bytes()[:100])

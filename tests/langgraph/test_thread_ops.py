@@ -13,6 +13,7 @@ from langgraph.graph import END, START, StateGraph
 
 from handoff_files import HandoffError
 from handoff_files.langgraph import HandoffSaver
+from handoff_files.langgraph.index import MendedCheckpointWarning
 from handoff_files.langgraph.threads import DamagedCheckpointWarning
 
 
@@ -38,14 +39,14 @@ def _config(thread: str = "t", **extra: Any) -> Any:
 
 
 def test_a_damaged_old_checkpoint_is_passed_over_and_named_by_history_list_and_copy(tmp_path: Path) -> None:
-    saver = HandoffSaver(tmp_path / "graphs")
+    saver = HandoffSaver(tmp_path / "graphs", durability="full")  # no copy in the journal to mend it from
     app = _app(saver)
     app.invoke({"count": 0}, _config())
     count = len(list(app.get_state_history(_config())))
     damaged = tmp_path / "graphs" / "t" / "history" / "00000003.json"  # step 1: "Step 1 of …"
     damaged.write_bytes(damaged.read_bytes().replace(b"Step", b"Stop", 1))
     with pytest.warns(DamagedCheckpointWarning, match="00000003.json") as caught:
-        history = list(_app(HandoffSaver(tmp_path / "graphs")).get_state_history(_config()))
+        history = list(_app(HandoffSaver(tmp_path / "graphs", durability="full")).get_state_history(_config()))
     assert len(history) == count - 1
     assert history[0].values["count"] == 4
     words = str(caught[0].message)
@@ -60,6 +61,23 @@ def test_a_damaged_old_checkpoint_is_passed_over_and_named_by_history_list_and_c
         saver.copy_thread("t", "u")
     assert len(list(saver.list(_config("u")))) == count - 1
     assert _app(saver).get_state(_config("u")).values["count"] == 4
+
+
+def test_a_damaged_old_checkpoint_is_written_again_from_its_journal_line_at_the_first_read(tmp_path: Path) -> None:
+    saver = HandoffSaver(tmp_path / "graphs")  # journal durability: each put's line holds its checkpoint
+    app = _app(saver)
+    app.invoke({"count": 0}, _config())
+    count = len(list(app.get_state_history(_config())))
+    damaged = tmp_path / "graphs" / "t" / "history" / "00000003.json"
+    good = damaged.read_bytes()
+    damaged.write_bytes(good[: len(good) // 2])  # as a power loss leaves an unflushed copy
+    with pytest.warns(MendedCheckpointWarning, match="00000003.json did not verify"):
+        history = list(_app(HandoffSaver(tmp_path / "graphs")).get_state_history(_config()))
+    assert len(history) == count
+    assert damaged.read_bytes() == good
+    kept = [path.name for path in damaged.parent.iterdir() if path.name.startswith("damaged-")]
+    assert len(kept) == 1
+    assert kept[0].endswith("-00000003.json")
 
 
 def test_doctor_repairs_a_damaged_copy_of_the_newest_checkpoint_from_the_primary(tmp_path: Path) -> None:
@@ -186,7 +204,7 @@ def test_handoff_prune_of_a_savers_thread_folder_is_refused_with_the_roots_comma
 
 
 def test_pruning_a_damaged_checkpoint_removes_its_pending_writes_too(tmp_path: Path) -> None:
-    saver = HandoffSaver(tmp_path / "graphs")
+    saver = HandoffSaver(tmp_path / "graphs", durability="full")  # no copy in the journal to mend it from
     _app(saver).invoke({"count": 0}, _config())
     thread = tmp_path / "graphs" / "t"
     damaged = thread / "history" / "00000003.json"
