@@ -36,7 +36,11 @@ __all__ = [
     "write_durable",
 ]
 
-_random_bits: Final = random.getrandbits
+# a generator of the library's own: drawing from the global one would move a caller's seeded sequence
+_RANDOM: Final = random.Random()  # noqa: S311 -- temp names need no secret: O_EXCL refuses a name taken
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_RANDOM.seed)  # a forked child draws names of its own
+_random_bits: Final = _RANDOM.getrandbits
 
 #: Our temp files: ``.<target name>.<random>.tmp`` beside the target.
 TEMP_SUFFIX: Final = ".tmp"
@@ -86,8 +90,8 @@ def _temp_beside(path: Path) -> tuple[int, str]:
 
     ``tempfile.mkstemp``'s name and flags, without its per-call overhead (a third of a 1 KB save's
     time in Python): 40 random bits per try, O_EXCL, and no symlink followed. The bits need not be
-    secret (O_EXCL refuses a name taken, and the next try draws again), so they come from the
-    ``random`` module, which is seeded anew in a forked child, without a system call.
+    secret (O_EXCL refuses a name taken, and the next try draws again), so they come from a
+    generator of the library's own, seeded anew in a forked child, without a system call.
     """
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):

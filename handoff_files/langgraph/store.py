@@ -153,8 +153,9 @@ class Namespace:
             top = self._top if newest is not None else None
         if top is not None and top.checkpoint_id == checkpoint_id:
             return top.generation
-        if top is not None and top.before is not None and top.before[0] == checkpoint_id:
-            return top.before[1]
+        before = top.before if top is not None and top.before and top.before[0] == checkpoint_id else None
+        if before is not None and lexists(self.layout.generation_file(before[1], "json")):
+            return before[1]  # its file still there: not deleted or pruned since (one lstat, no listing)
         if top is not None and checkpoint_id > top.highest_id:
             return None  # newer than every checkpoint saved: its put is still to come (async durability)
         return next((entry.generation for entry in self.scan()[0] if entry.checkpoint_id == checkpoint_id), None)
@@ -307,6 +308,7 @@ class Namespace:
         """
         if not doomed and not damaged:
             return
+        self._top = None  # what this process saved last may be gone: the next save and lookup look again
         with self.store.locked():
             newest = max((entry.generation for entry in self.scan()[0]), default=0)
             for path in [*(entry.path for entry in doomed), *(bad.path for bad in damaged)]:

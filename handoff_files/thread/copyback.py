@@ -10,7 +10,7 @@ from typing import Any, Final
 from handoff_files.format.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.loader import decode, load
-from handoff_files.foundation.atomic import fsync_file, read_bytes, write_durable
+from handoff_files.foundation.atomic import fsync_dir, fsync_file, read_bytes, write_durable
 from handoff_files.foundation.clock import file_stamp
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
@@ -49,8 +49,8 @@ def copy_back(
     :param layout: the thread's files.
     :param fmt: the thread's format (None: the primary's, JSON if there is none).
     :param dropping: *journal* is about to be removed (a rotation): a copy found in place is made
-        durable too (fsync), for a journal-first save wrote it unflushed and the journal line was
-        its only durable copy; ``history/``'s names the rotation's checkpoint made durable already.
+        durable too (its data, then ``history/``'s names), for a journal-first save wrote it
+        unflushed and the journal line was its only durable copy.
     :returns: a note for each copy written.
     :raises HandoffWriteError: if a copy cannot be written, or one in place cannot be made durable.
     """
@@ -71,9 +71,10 @@ def copy_back(
         if kept is not None and _loads(kept, generation):
             in_place.append(kept)  # a verified copy (another seal's is never overwritten: recovery's work)
             continue
-        target = layout.generation_file(generation, chosen)
-        aside = _set_aside(kept, layout) if kept is not None else None  # damaged: kept, as the doctor keeps it
-        write_durable(target, file_bytes(document, chosen))
+        # a damaged copy is kept aside, as the doctor keeps it, and written again under its own name
+        target = layout.generation_file(generation, chosen) if kept is None else kept
+        aside = _set_aside(kept, layout) if kept is not None else None
+        write_durable(target, file_bytes(document, "yaml" if target.suffix == ".yaml" else "json"))
         if kept is None:
             notes.append(
                 f"generation {generation} was only in the journal; copied it back to {HISTORY_DIR}/{target.name}"
@@ -86,6 +87,8 @@ def copy_back(
             break
     if dropping:
         _flush(in_place)
+        if in_place:  # their names too: an append other than a journal-first save's made none durable
+            _flush_names(layout.history_dir)
     return notes
 
 
@@ -107,18 +110,31 @@ def _flush(paths: list[Path]) -> None:
 
     :raises HandoffWriteError: naming the first file that could not be flushed.
     """
-    if len(paths) <= 1 or _FLUSHERS <= 1:
-        failures = [_flushed(path) for path in paths]
-    else:
-        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 -- only a rotation's flush needs it
+    failures: list[tuple[Path, OSError] | None] | None = None
+    if len(paths) > 1 and _FLUSHERS > 1:
+        try:  # importing the pool's module at exit raises too: it registers an exit hook of its own
+            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 -- only a rotation's flush needs it
 
-        with ThreadPoolExecutor(max_workers=min(_FLUSHERS, len(paths))) as pool:
-            failures = list(pool.map(_flushed, paths))
+            with ThreadPoolExecutor(max_workers=min(_FLUSHERS, len(paths))) as pool:
+                failures = list(pool.map(_flushed, paths))
+        except RuntimeError:  # no new thread at interpreter exit (a save in an atexit handler): one by one
+            failures = None
+    if failures is None:
+        failures = [_flushed(path) for path in paths]
     failed = next((failure for failure in failures if failure is not None), None)
     if failed is not None:
         path, exc = failed
         msg = f"cannot make it durable before the journal holding it is rotated away: {exc.strerror or exc}"
         raise HandoffWriteError(path, msg) from exc
+
+
+def _flush_names(history: Path) -> None:
+    """fsync ``history/`` itself: the names of the copies just flushed."""
+    try:
+        fsync_dir(history)
+    except OSError as exc:
+        msg = f"cannot make its names durable before the journal is rotated away: {exc.strerror or exc}"
+        raise HandoffWriteError(history, msg) from exc
 
 
 def _flushed(path: Path) -> tuple[Path, OSError] | None:

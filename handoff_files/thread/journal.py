@@ -285,11 +285,10 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.previous)
         self.path.rename(self.previous)
-        fsync_dir(self.path.parent)
         self._start_after_rotation()
 
     def _start_after_rotation(self) -> None:
-        """Start a fresh journal with a line saying where the older lines went."""
+        """Start a fresh journal with a line saying where the older lines went; both names made durable."""
         fields = Entry("rotated", iso_z(), None, None, f"older lines moved to {self.previous.name}", {}).fields()
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
@@ -297,6 +296,7 @@ class Journal:
             os.fdatasync(fd)
         finally:
             os.close(fd)
+        fsync_dir(self.path.parent)  # always: a full save's append syncs nothing, a later commit lands here
 
     def last(self, *events: str) -> tuple[Entry | None, list[str]]:
         """The newest verified line of any of *events*, read from the end (a restore never reads it all).

@@ -94,3 +94,20 @@ def test_keep_one_never_names_writes_for_the_checkpoint_it_pruned(tmp_path: Path
     assert saver.get_tuple(configs[-2]) is None
     _puts(saver, 1)
     assert list(writes.iterdir()) == [], "the next put's pruning takes them"
+
+
+def test_writes_after_the_newest_was_deleted_land_with_their_checkpoint(tmp_path: Path) -> None:
+    # deleting the newest puts the one before back as a newer generation and removes its old file:
+    # the generation remembered for it is gone (found by a review: the writes were filed under it)
+    saver = HandoffSaver(tmp_path / "graphs")
+    first = create_checkpoint(empty_checkpoint(), None, 0)
+    kept = saver.put(THREAD, first, {"step": 0, "source": "loop", "parents": {}, "run_id": "r1"}, {})
+    second = create_checkpoint(first, None, 1)
+    saver.put(kept, second, {"step": 1, "source": "loop", "parents": {}, "run_id": "r2"}, {})
+    saver.delete_for_runs(["r2"])
+    saver.put_writes(kept, [("payload", "after the delete")], "task-e")
+    for reader in (saver, HandoffSaver(tmp_path / "graphs")):
+        found = reader.get_tuple(kept)
+        assert found is not None
+        assert found.pending_writes is not None
+        assert [value for _, _, value in found.pending_writes] == ["after the delete"]

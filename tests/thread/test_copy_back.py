@@ -14,6 +14,7 @@ import pytest
 from handoff_files import HandoffStore, load
 from handoff_files.thread import copyback
 from handoff_files.thread import journal as journal_module
+from handoff_files.thread.catchup import catch_up
 from handoff_files.thread.journal import Journal
 from tests.writer_child import content
 
@@ -113,3 +114,23 @@ def test_a_rotation_rewrites_a_damaged_copy_from_the_lines_it_drops(
         with store.locked():
             store.journal.append("hook", generation=None, seal=None, summary="a session started")
     assert str(load(copy).seal) == receipts[1].checksum
+
+
+def test_a_damaged_copy_is_written_again_under_its_own_name_and_kept_aside(tmp_path: Path) -> None:
+    # a YAML thread's copy, mended by a reader that asks for JSON (a saver's catch-up does): once it
+    # was written beside the damaged one as 00000002.json, leaving two files of one generation
+    store = HandoffStore(tmp_path / "thread", agent_id="agent", format="yaml")
+    store.save({"narrative": "one"})
+    store.save({"narrative": "two"})
+    copy = tmp_path / "thread" / "history" / "00000002.yaml"
+    good = copy.read_bytes()
+    copy.write_bytes(good[: len(good) // 2])  # as a power loss leaves an unflushed copy
+    notes = catch_up(store.layout, "json")
+    assert len(notes) == 1
+    assert "00000002.yaml did not verify" in notes[0]
+    assert copy.read_bytes() == good
+    names = sorted(path.name for path in copy.parent.iterdir())
+    assert "00000002.json" not in names
+    kept = [name for name in names if name.startswith("damaged-")]
+    assert len(kept) == 1
+    assert kept[0].endswith("-00000002.yaml")
