@@ -240,7 +240,7 @@ class Namespace:
         """Write again, from the journal, the copies in ``history/`` that do not verify; whether any was.
 
         A journal-first put writes its copy unflushed: a power loss may leave it empty or torn while the
-        journal line, its commit point, holds it whole (issue 21). Once per process, at the first read
+        journal line, its commit point, holds it whole (issue 21). Once per namespace object, at the first read
         that meets such a file, under the writers' lock, as :meth:`_catch_up` writes a missing one.
         """
         if self._mended:
