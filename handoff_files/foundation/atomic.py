@@ -31,6 +31,7 @@ __all__ = [
     "read_bytes",
     "read_open",
     "remove_stray_temps",
+    "rewrite",
     "stray_temps",
     "write_all",
     "write_durable",
@@ -167,6 +168,28 @@ def write_durable(path: Path, data: bytes, *, sync: bool = True, mode: int = 0o6
                 os.unlink(tmp)
         raise
     return (st.st_size, st.st_mtime_ns)
+
+
+def rewrite(target: Path, data: bytes, *, keep_as: Path | None) -> bool:
+    """Put *data* in *target*'s place, atomically and durably; what was there is kept as *keep_as* first. Writes.
+
+    The old file is hard-linked to *keep_as* before the new one replaces it, so at every moment
+    *target* holds the old bytes or the new ones, and the old ones are never lost.
+
+    :returns: whether there was a file to keep.
+    :raises HandoffWriteError: if it cannot be kept or written (*target* is then as it was).
+    """
+    kept = keep_as is not None and lexists(target)
+    if keep_as is not None and kept:
+        try:
+            os.link(target, keep_as, follow_symlinks=False)  # a symbolic link is kept as a link, never followed
+            if keep_as.parent != target.parent:
+                fsync_dir(keep_as.parent)  # else the directory fsync of the write below makes it durable
+        except OSError as exc:
+            msg = f"cannot keep it before replacing it: {exc.strerror or exc}"
+            raise HandoffWriteError(target, msg) from exc
+    write_durable(target, data)
+    return kept
 
 
 def stray_temps(directory: Path) -> list[Path]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -10,10 +9,10 @@ from typing import Any, Final
 from handoff_files.format.codec import MAX_FILE_BYTES, Format, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.loader import decode, load
-from handoff_files.foundation.atomic import fsync_dir, fsync_file, read_bytes, write_durable
+from handoff_files.foundation.atomic import fsync_dir, fsync_file, read_bytes, rewrite, write_durable
 from handoff_files.foundation.clock import file_stamp
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
-from handoff_files.thread.layout import HISTORY_DIR, ThreadDir
+from handoff_files.thread.layout import HISTORY_DIR, ThreadDir, format_of
 from handoff_files.thread.signatures import verified
 
 __all__ = ["Committed", "copy_back", "file_bytes"]
@@ -71,17 +70,18 @@ def copy_back(
         if kept is not None and _loads(kept, generation):
             in_place.append(kept)  # a verified copy (another seal's is never overwritten: recovery's work)
             continue
-        # a damaged copy is kept aside, as the doctor keeps it, and written again under its own name
-        target = layout.generation_file(generation, chosen) if kept is None else kept
-        aside = _set_aside(kept, layout) if kept is not None else None
-        write_durable(target, file_bytes(document, "yaml" if target.suffix == ".yaml" else "json"))
         if kept is None:
+            target = layout.generation_file(generation, chosen)
+            write_durable(target, file_bytes(document, chosen))
             notes.append(
                 f"generation {generation} was only in the journal; copied it back to {HISTORY_DIR}/{target.name}"
             )
-        else:
+        else:  # a damaged copy: written again under its own name, kept aside first as the doctor keeps it
+            keep_as = layout.kept_copy("damaged", file_stamp(), f"-{kept.name}")
+            rewrite(kept, file_bytes(document, format_of(kept)), keep_as=keep_as)
             notes.append(
-                f"{HISTORY_DIR}/{kept.name} did not verify; wrote {target.name} again from the journal, {aside}"
+                f"{HISTORY_DIR}/{kept.name} did not verify; wrote it again from the journal, "
+                f"the damaged file kept as {HISTORY_DIR}/{keep_as.name}"
             )
         if floor is None:
             break
@@ -90,16 +90,6 @@ def copy_back(
         if in_place:  # their names too: an append other than a journal-first save's made none durable
             _flush_names(layout.history_dir)
     return notes
-
-
-def _set_aside(path: Path, layout: ThreadDir) -> str:
-    """Keep a damaged copy as ``history/damaged-<stamp>-<name>`` (a hard link) before it is written over; say how."""
-    keep_as = layout.kept_copy("damaged", file_stamp(), f"-{path.name}")
-    try:
-        os.link(path, keep_as, follow_symlinks=False)
-    except OSError as exc:
-        return f"the damaged file not kept ({exc.strerror or exc})"
-    return f"the damaged file kept as {HISTORY_DIR}/{keep_as.name}"
 
 
 def _flush(paths: list[Path]) -> None:
@@ -147,10 +137,9 @@ def _flushed(path: Path) -> tuple[Path, OSError] | None:
 
 def _same(path: Path, document: dict[str, Any]) -> bool:
     """Whether *path* holds exactly the file a save writes for *document* (in the format its name says)."""
-    fmt: Format = "yaml" if path.suffix == ".yaml" else "json"
     try:
         data, _ = read_bytes(path, MAX_FILE_BYTES, follow_symlinks=False)
-        return data == file_bytes(document, fmt)
+        return data == file_bytes(document, format_of(path))
     except (HandoffError, TypeError, ValueError):
         return False
 

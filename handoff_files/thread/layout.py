@@ -31,6 +31,7 @@ __all__ = [
     "TRANSFERRED_NAME",
     "ThreadDir",
     "ThreadFolder",
+    "format_of",
     "generation_of",
 ]
 
@@ -126,6 +127,11 @@ def _own_name(name: str) -> bool:
 
 def _own_in_history(name: str) -> bool:
     return generation_of(name) is not None or _KEPT.match(name) is not None
+
+
+def format_of(path: Path) -> Format:
+    """The format a handoff file's name says (``.json`` or ``.yaml``)."""
+    return next((fmt for fmt, ending in EXTENSIONS.items() if ending == path.suffix), "json")
 
 
 class ThreadDir:

@@ -14,11 +14,11 @@ from handoff_files.format.codec import MAX_FILE_BYTES, Format, parse, render
 from handoff_files.format.content import ENVELOPE
 from handoff_files.format.loader import decode, load
 from handoff_files.format.model import Handoff
-from handoff_files.foundation.atomic import fsync_dir, lexists, read_bytes, write_all, write_durable
+from handoff_files.foundation.atomic import fsync_dir, read_bytes, rewrite, write_all, write_durable
 from handoff_files.foundation.clock import iso_z
 from handoff_files.foundation.errors import HandoffError, HandoffWriteError
 from handoff_files.thread import signatures
-from handoff_files.thread.layout import EXTENSIONS, HISTORY_DIR, ThreadDir
+from handoff_files.thread.layout import HISTORY_DIR, ThreadDir, format_of
 from handoff_files.thread.mirror import mirror_bytes, state_message
 from handoff_files.thread.scan import HasJournal, journal_saves
 
@@ -104,11 +104,6 @@ def journal_copies(
         elif generation > floor or generation in wanted:
             copies.setdefault(generation, Copy(handoff, thread.journal.path, "its journal line", document))
     return copies, unusable
-
-
-def format_of(path: Path) -> Format:
-    """The format a handoff file's name says (``.json`` or ``.yaml``)."""
-    return next((fmt for fmt, ending in EXTENSIONS.items() if ending == path.suffix), "json")
 
 
 def document_of(copy: Copy) -> dict[str, Any]:
@@ -207,28 +202,6 @@ def _stamp_if_holding(primary: Path, copy: Copy) -> tuple[int, int] | None:
     except (HandoffError, OSError):
         return None
     return (st.st_size, st.st_mtime_ns) if held.seal == copy.handoff.seal else None
-
-
-def rewrite(target: Path, data: bytes, *, keep_as: Path | None) -> bool:
-    """Put *data* in *target*'s place, atomically and durably; what was there is kept as *keep_as* first. Writes.
-
-    The old file is hard-linked to *keep_as* before the new one replaces it, so at every moment
-    *target* holds the old bytes or the new ones, and the old ones are never lost.
-
-    :returns: whether there was a file to keep.
-    :raises HandoffWriteError: if it cannot be kept or written (*target* is then as it was).
-    """
-    kept = keep_as is not None and lexists(target)
-    if keep_as is not None and kept:
-        try:
-            os.link(target, keep_as, follow_symlinks=False)  # a symbolic link is kept as a link, never followed
-            if keep_as.parent != target.parent:
-                fsync_dir(keep_as.parent)  # else the directory fsync of the write below makes it durable
-        except OSError as exc:
-            msg = f"cannot keep it before replacing it: {exc.strerror or exc}"
-            raise HandoffWriteError(target, msg) from exc
-    write_durable(target, data)
-    return kept
 
 
 def set_aside_lines(path: Path, numbers: Collection[int], stamp: str) -> Path:
